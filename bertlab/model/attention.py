@@ -1,0 +1,115 @@
+"""Multi-head self-attention, in the order it is taught.
+
+    project q, k, v → split heads → scaled scores → additive mask → softmax → dropout → weighted sum
+    → merge heads → output projection → dropout → add & LayerNorm
+
+When nobody asks for the attention weights, the middle steps (scores … weighted sum) run as one fused
+`scaled_dot_product_attention` call instead: same maths, less memory traffic. A test proves both agree.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..config import BertConfig
+from .hooks import HookPoint
+
+
+class BertSelfAttention(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.head_dim
+        H = config.hidden_size
+        # Q, K and V are three projections of the same input: that is what makes it *self*-attention.
+        self.query = nn.Linear(H, H)
+        self.key = nn.Linear(H, H)
+        self.value = nn.Linear(H, H)
+        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+        self.hook_q = HookPoint()        # (B, heads, T, Dh)
+        self.hook_k = HookPoint()        # (B, heads, T, Dh)
+        self.hook_v = HookPoint()        # (B, heads, T, Dh)
+        self.hook_scores = HookPoint()   # (B, heads, T, T)  scaled and masked, before softmax
+        self.hook_pattern = HookPoint()  # (B, heads, T, T)  softmax: row i = where token i looks
+        self.hook_z = HookPoint()        # (B, heads, T, Dh) each head's output: zero a head here to ablate it
+
+    def fused_qkv(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """[W_q; W_k; W_v] (3H, H) and their biases stacked, for the fast path.
+
+        Training needs the concatenation inside the autograd graph, so it is rebuilt each call (cheap next to
+        the multiply). Without gradients it is cached until a weight changes (any in-place update bumps its version).
+        """
+        params = (self.query.weight, self.key.weight, self.value.weight,
+                  self.query.bias, self.key.bias, self.value.bias)
+        if torch.is_grad_enabled() and any(p.requires_grad for p in params):
+            return torch.cat(params[:3]), torch.cat(params[3:])
+        key = tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in params)
+        if getattr(self, "_qkv_key", None) != key:
+            with torch.no_grad():
+                self._qkv = (torch.cat(params[:3]), torch.cat(params[3:]))
+            self._qkv_key = key
+        return self._qkv
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)  # (B, T, H) → (B, heads, T, Dh)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False):
+        """x: (B, T, H); mask: additive (B, 1, 1, T), 0 to attend and a large negative to ignore, or None.
+
+        Returns (context (B, T, H), attention pattern (B, heads, T, T) or None).
+        """
+        B, T, H = x.shape
+        explicit = need_weights or self.hook_scores.active or self.hook_pattern.active
+        if explicit:
+            q, k, v = self.query(x), self.key(x), self.value(x)
+        else:  # the same three projections as one matrix multiply: one pass over x instead of three
+            q, k, v = F.linear(x, *self.fused_qkv()).split(H, dim=-1)
+        q = self.hook_q(self.split_heads(q))
+        k = self.hook_k(self.split_heads(k))
+        v = self.hook_v(self.split_heads(v))
+
+        if explicit:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, heads, T, T)
+            if mask is not None:
+                scores = scores + mask
+            scores = self.hook_scores(scores)
+            pattern = self.hook_pattern(scores.softmax(dim=-1))
+            z = self.dropout(pattern) @ v                                  # (B, heads, T, Dh)
+        else:
+            pattern = None
+            p = self.dropout.p if self.training else 0.0
+            z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        z = self.hook_z(z)
+        context = z.transpose(1, 2).reshape(B, T, H)                       # merge heads: (B, T, H)
+        return context, pattern
+
+
+class BertSelfOutput(nn.Module):
+    """Output projection, dropout, then the residual add and LayerNorm (post-LN, as the paper)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.hook_attn_out = HookPoint()  # (B, T, H) what attention adds to the residual stream
+
+    def forward(self, context: torch.Tensor, resid_pre: torch.Tensor) -> torch.Tensor:
+        attn_out = self.hook_attn_out(self.dropout(self.dense(context)))
+        return self.LayerNorm(attn_out + resid_pre)
+
+
+class BertAttention(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.self = BertSelfAttention(config)   # `self.self` is the checkpoint's name, odd as it reads
+        self.output = BertSelfOutput(config)
+
+    def forward(self, x, mask, need_weights=False):
+        context, pattern = self.self(x, mask, need_weights)
+        return self.output(context, x), pattern

@@ -1,0 +1,635 @@
+"""WordPiece tokenization for BERT, built on HuggingFace `tokenizers`.
+
+BERT never sees text: it sees integer ids. This module turns text into those ids
+exactly the way the original BERT (and transformers' ``BertTokenizerFast``) does,
+so a checkpoint trained elsewhere receives the inputs it was trained on.
+
+The pipeline, stage by stage (each stage is a `tokenizers` component):
+
+1. **Normalizer** (``BertNormalizer``): drop control characters, turn every
+   whitespace into a space, put spaces around CJK ideographs (Chinese has no
+   spaces between words, so each character becomes its own word), and, for an
+   uncased model, lowercase and strip accents ("Café" -> "cafe").
+2. **Pre-tokenizer** (``BertPreTokenizer``): split on whitespace and punctuation
+   into "words".
+3. **Model** (``WordPiece``): split each word greedily into the longest pieces
+   found in the vocabulary; pieces inside a word carry a ``##`` prefix
+   ("unaffable" -> "un", "##aff", "##able"). A word with no split, or longer
+   than 100 characters, becomes ``[UNK]``.
+4. **Post-processor** (``TemplateProcessing``): add ``[CLS]`` in front and
+   ``[SEP]`` after each segment, and mark segment B with token type 1.
+
+Padding and truncation are done here rather than inside `tokenizers`, so the
+rules are visible in Python and a loaded ``tokenizer.json`` cannot change them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+import tokenizers
+import torch
+from tokenizers import decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SPECIAL_TOKENS", "Encoding", "Batch", "Tokenizer"]
+
+#: BERT's special tokens. In a vocabulary trained by :meth:`Tokenizer.train` they get ids 0..4 in this order.
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+#: The tensors a BERT model takes; ``model(**encoding)`` passes exactly these.
+MODEL_INPUT_NAMES = ("input_ids", "token_type_ids", "attention_mask")
+
+#: Words longer than this become [UNK]: the value BERT and transformers use.
+MAX_INPUT_CHARS_PER_WORD = 100
+
+_TRUNCATION_STRATEGIES = {True: "longest_first", "longest_first": "longest_first",
+                          "only_first": "only_first", "only_second": "only_second"}
+
+TextOrFile = Union[str, "os.PathLike[str]"]
+
+
+def _model_input_error(key: object) -> KeyError:
+    return KeyError(f"{key!r} is not a model input: use one of {', '.join(MODEL_INPUT_NAMES)}")
+
+
+@dataclass
+class Encoding:
+    """One encoded text (or text pair), unpadded.
+
+    The lists run in parallel: position ``i`` is token ``tokens[i]`` with id
+    ``input_ids[i]``. ``word_ids`` says which word of its segment a token came
+    from (None for [CLS]/[SEP]); ``sequence_ids`` says which segment (0 for A,
+    1 for B, None for specials). Word ids restart at 0 in segment B, as in
+    transformers.
+
+    An Encoding behaves like a mapping of model inputs, so ``model(**enc)``
+    works: ``enc["input_ids"]`` is a (1, T) long tensor.
+    """
+
+    input_ids: list[int]
+    token_type_ids: list[int]
+    attention_mask: list[int]
+    tokens: list[str]
+    word_ids: list[int | None]
+    sequence_ids: list[int | None] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    def keys(self) -> tuple[str, ...]:
+        """The model inputs, so that ``**encoding`` unpacks into a model call."""
+        return MODEL_INPUT_NAMES
+
+    def __getitem__(self, key: str) -> torch.Tensor:
+        if key not in MODEL_INPUT_NAMES:
+            raise _model_input_error(key)
+        # A model wants a batch dimension, so a single text is a batch of one: (1, T).
+        return torch.tensor([getattr(self, key)], dtype=torch.long)
+
+    def to_tensors(self, device: torch.device | str | None = None) -> dict[str, torch.Tensor]:
+        """The model inputs as (1, T) long tensors, on ``device`` if given."""
+        return {key: self[key].to(device) if device is not None else self[key] for key in MODEL_INPUT_NAMES}
+
+
+@dataclass
+class Batch:
+    """Several encodings padded to one length T and stacked into (B, T) tensors.
+
+    Padding goes on the right: ``[PAD]`` ids, attention mask 0 (so attention
+    ignores them) and token type 0. ``tokens`` and ``word_ids`` are padded the
+    same way (with "[PAD]" and None); ``encodings`` keeps the unpadded originals.
+    ``model(**batch)`` passes the three tensors.
+    """
+
+    input_ids: torch.Tensor
+    token_type_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    tokens: list[list[str]]
+    word_ids: list[list[int | None]]
+    encodings: list[Encoding]
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+    def keys(self) -> tuple[str, ...]:
+        """The model inputs, so that ``**batch`` unpacks into a model call."""
+        return MODEL_INPUT_NAMES
+
+    def __getitem__(self, key: str) -> torch.Tensor:
+        if key not in MODEL_INPUT_NAMES:
+            raise _model_input_error(key)
+        return getattr(self, key)
+
+    def to(self, device: torch.device | str) -> Batch:
+        """A copy whose tensors live on ``device`` (the Python lists are shared)."""
+        return Batch(
+            input_ids=self.input_ids.to(device),
+            token_type_ids=self.token_type_ids.to(device),
+            attention_mask=self.attention_mask.to(device),
+            tokens=self.tokens,
+            word_ids=self.word_ids,
+            encodings=self.encodings,
+        )
+
+
+def _bert_normalizer(lowercase: bool, strip_accents: bool | None) -> normalizers.BertNormalizer:
+    # strip_accents=None means "follow lowercase", as in the original BERT.
+    return normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=strip_accents, lowercase=lowercase
+    )
+
+
+def _bert_post_processor(cls_id: int, sep_id: int) -> processors.TemplateProcessing:
+    # ":1" marks segment B (and its closing [SEP]) with token type 1.
+    return processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)],
+    )
+
+
+def _bert_backend(model: models.Model, lowercase: bool, strip_accents: bool | None) -> tokenizers.Tokenizer:
+    """Wire a WordPiece model into the BERT pipeline (everything but the post-processor)."""
+    backend = tokenizers.Tokenizer(model)
+    backend.normalizer = _bert_normalizer(lowercase, strip_accents)
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    backend.decoder = decoders.WordPiece(prefix="##")
+    return backend
+
+
+def _normalizer_state(backend: tokenizers.Tokenizer) -> dict[str, Any] | None:
+    if backend.normalizer is None:
+        return None
+    return json.loads(backend.normalizer.__getstate__())
+
+
+def _lowercases(state: dict[str, Any] | None) -> bool:
+    """Whether a (serialized) normalizer lowercases text."""
+    if state is None:
+        return False
+    kind = state.get("type")
+    if kind == "BertNormalizer":
+        return bool(state.get("lowercase"))
+    if kind == "Lowercase":
+        return True
+    if kind == "Sequence":
+        return any(_lowercases(s) for s in state.get("normalizers", []))
+    return False
+
+
+def _read_vocab_txt(path: Path) -> dict[str, int]:
+    """Read vocab.txt the way transformers does: line i is the token with id i."""
+    with open(path, encoding="utf-8") as f:
+        # rstrip("\n") only: a token may legitimately end in other whitespace.
+        return {line.rstrip("\n"): i for i, line in enumerate(f)}
+
+
+def _iter_training_texts(items: Iterable[Any]) -> Iterator[str]:
+    """Yield training texts lazily: a str is text, an os.PathLike is a file read line by line.
+
+    Streaming means a corpus never has to fit in memory: only its word counts do.
+    """
+    for i, item in enumerate(items):
+        if isinstance(item, os.PathLike):
+            path = Path(item)
+            if not path.is_file():
+                raise FileNotFoundError(f"training file {path} does not exist: pass existing text files")
+            with open(path, encoding="utf-8") as f:
+                yield from f
+        elif isinstance(item, str):
+            yield item
+        else:
+            raise ValueError(
+                f"training item {i} must be a str (text) or an os.PathLike (file), got {type(item).__name__}"
+            )
+
+
+def _count_words(backend: tokenizers.Tokenizer, texts: Iterable[str], chunk: int = 1000) -> Counter[str]:
+    """Count words exactly as BERT sees them: normalized, then split by the pre-tokenizer.
+
+    Texts are joined in chunks to cut per-call overhead; words never cross the
+    joining newline, so the counts are the same as text by text.
+    """
+    counts: Counter[str] = Counter()
+
+    def add(block: list[str]) -> None:
+        normalized = backend.normalizer.normalize_str("\n".join(block))
+        counts.update(word for word, _ in backend.pre_tokenizer.pre_tokenize_str(normalized))
+
+    block: list[str] = []
+    for text in texts:
+        block.append(text)
+        if len(block) == chunk:
+            add(block)
+            block = []
+    if block:
+        add(block)
+    return counts
+
+
+def _repeat_words(word_counts: Counter[str], most: int = 1000) -> Iterator[str]:
+    """Replay word counts to the trainer as space-separated text, in a fixed order and bounded pieces."""
+    for word, count in sorted(word_counts.items()):
+        while count > 0:
+            yield " ".join([word] * min(count, most))
+            count -= most
+
+
+class Tokenizer:
+    """A BERT WordPiece tokenizer that gives the same ids as transformers' ``BertTokenizerFast``.
+
+    Build one with :meth:`from_file` (a ``vocab.txt`` or ``tokenizer.json``) or
+    :meth:`train`; call it on text to get an :class:`Encoding`, or use
+    :meth:`batch` for padded tensors.
+    """
+
+    def __init__(
+        self,
+        backend: tokenizers.Tokenizer,
+        lowercase: bool | None = None,
+        model_max_length: int = 512,
+    ) -> None:
+        """Wrap a ready `tokenizers.Tokenizer`; ``lowercase=None`` reads it from the normalizer."""
+        missing = [tok for tok in SPECIAL_TOKENS if backend.token_to_id(tok) is None]
+        if missing:
+            raise ValueError(
+                f"the vocabulary lacks the special tokens {', '.join(missing)}: "
+                f"a BERT vocabulary needs all of {', '.join(SPECIAL_TOKENS)}"
+            )
+        # bertlab pads and truncates itself, per call; a file's saved settings must not sneak in.
+        backend.no_padding()
+        backend.no_truncation()
+        # Special tokens are matched in the raw text (so "[MASK]" stays one token)
+        # and dropped by decode(skip_special_tokens=True). Adding ones already
+        # present only marks them special; ids do not change.
+        backend.add_special_tokens(list(SPECIAL_TOKENS))
+        if backend.post_processor is None:
+            backend.post_processor = _bert_post_processor(
+                backend.token_to_id("[CLS]"), backend.token_to_id("[SEP]")
+            )
+        self.backend: tokenizers.Tokenizer = backend
+        self.lowercase: bool = _lowercases(_normalizer_state(backend)) if lowercase is None else lowercase
+        self.model_max_length: int = model_max_length
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (
+            backend.token_to_id(tok) for tok in SPECIAL_TOKENS
+        )
+
+    # ------------------------------------------------------------------ building
+
+    @classmethod
+    def train(
+        cls,
+        texts_or_files: TextOrFile | Iterable[TextOrFile],
+        vocab_size: int = 30000,
+        lowercase: bool = True,
+        min_frequency: int = 2,
+        strip_accents: bool | None = None,
+        limit_alphabet: int = 1000,
+        show_progress: bool = False,
+    ) -> Tokenizer:
+        """Learn a WordPiece vocabulary from texts and/or text files.
+
+        Each item of ``texts_or_files`` is text if it is a ``str`` and a file
+        path if it is an ``os.PathLike`` (e.g. ``pathlib.Path``): a plain str is
+        never guessed to be a path. A single str or path is accepted too.
+
+        ``limit_alphabet`` caps how many distinct characters seed the vocabulary,
+        so a few stray symbols do not crowd out useful pieces; ``min_frequency``
+        is how often a pair must occur to be merged into a new piece.
+
+        Training is repeatable: the same corpus (as texts or as files) always
+        gives the same vocabulary with the same ids.
+        """
+        if isinstance(texts_or_files, (str, os.PathLike)):
+            texts_or_files = [texts_or_files]
+        if not isinstance(texts_or_files, Iterable):
+            raise ValueError(
+                f"texts_or_files must be a str, a path, or an iterable of them, got {type(texts_or_files).__name__}"
+            )
+        if vocab_size < len(SPECIAL_TOKENS):
+            raise ValueError(
+                f"vocab_size must be at least {len(SPECIAL_TOKENS)} (the special tokens), got {vocab_size}"
+            )
+
+        # The finished tokenizer: the BERT pipeline around a WordPiece model whose vocabulary we learn below.
+        bert = _bert_backend(models.WordPiece(unk_token="[UNK]"), lowercase, strip_accents)
+        word_counts = _count_words(bert, _iter_training_texts(texts_or_files))
+        if not word_counts:
+            raise ValueError("no text to train on: pass non-empty texts or files")
+
+        # Why not simply `bert.train_from_iterator(texts, trainer)`? The `tokenizers` trainer gives
+        # "##x" pieces ids in hash-map order and breaks ties between equally frequent merges by id,
+        # so the same corpus can give a different vocabulary on every run (tokenizers issue #1794).
+        # Fixing the alphabet and the "##x" pieces up front, in sorted order, makes training repeatable.
+        char_counts: Counter[str] = Counter()
+        for word, count in word_counts.items():
+            for char in word:
+                char_counts[char] += count
+        # Keep the limit_alphabet most frequent characters; ties go to the smaller code point.
+        alphabet = sorted(char_counts, key=lambda c: (-char_counts[c], c))[:limit_alphabet]
+        kept = set(alphabet)
+        continuing = sorted({"##" + c for word in word_counts for c in word[1:] if c in kept})
+        trainer = trainers.WordPieceTrainer(
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            show_progress=show_progress,
+            # Listed first so they get the first ids: [PAD]=0 ... [MASK]=4, then the "##x" pieces.
+            special_tokens=[*SPECIAL_TOKENS, *continuing],
+            initial_alphabet=alphabet,
+            limit_alphabet=len(alphabet),
+            continuing_subword_prefix="##",
+        )
+        # The words are already normalized and split, so the trainer only needs to split on spaces.
+        scratch = tokenizers.Tokenizer(models.WordPiece(unk_token="[UNK]"))
+        scratch.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+        scratch.train_from_iterator(_repeat_words(word_counts), trainer=trainer)
+
+        # Rebuild from the learned vocabulary so only the five real special tokens are "special".
+        vocab = scratch.get_vocab(with_added_tokens=False)
+        bert.model = models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD)
+        bert.post_processor = _bert_post_processor(vocab["[CLS]"], vocab["[SEP]"])
+        logger.info("trained a WordPiece vocabulary of %d tokens from %d distinct words", len(vocab), len(word_counts))
+        return cls(bert, lowercase=lowercase)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str], lowercase: bool | None = None) -> Tokenizer:
+        """Load a BERT tokenizer from ``vocab.txt``, ``tokenizer.json``, or a directory holding either.
+
+        A directory's ``tokenizer.json`` wins over its ``vocab.txt``, since it
+        records the whole pipeline. For a bare ``vocab.txt``, ``lowercase``
+        defaults to ``do_lower_case`` from a ``tokenizer_config.json`` beside it,
+        else True (most published BERT vocabularies are uncased).
+        """
+        path = Path(path)
+        if path.is_dir():
+            for name in ("tokenizer.json", "vocab.txt"):
+                if (path / name).is_file():
+                    path = path / name
+                    break
+            else:
+                raise FileNotFoundError(
+                    f"no vocab.txt or tokenizer.json in {path}: pass a BERT tokenizer file or directory"
+                )
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} does not exist: pass a vocab.txt, a tokenizer.json, or their directory")
+
+        config = _read_tokenizer_config(path.parent)
+        max_len = config.get("model_max_length")
+        # transformers writes a huge sentinel (1e30) when it does not know the limit.
+        model_max_length = int(max_len) if isinstance(max_len, (int, float)) and 0 < max_len < 1e9 else 512
+
+        if path.suffix == ".json":
+            try:
+                backend = tokenizers.Tokenizer.from_file(str(path))
+            except Exception as err:  # the Rust side raises a bare Exception
+                raise ValueError(f"{path} is not a valid tokenizer.json: {err}") from err
+            state = _normalizer_state(backend)
+            if lowercase is not None and lowercase != _lowercases(state):
+                if state is None or state.get("type") != "BertNormalizer":
+                    raise ValueError(f"cannot change lowercase for {path}: its normalizer is not a BertNormalizer")
+                backend.normalizer = _bert_normalizer(lowercase, state.get("strip_accents"))
+        else:
+            if lowercase is None:
+                lowercase = bool(config.get("do_lower_case", True))
+            vocab = _read_vocab_txt(path)
+            model = models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD)
+            backend = _bert_backend(model, lowercase, config.get("strip_accents"))
+            missing = [tok for tok in ("[CLS]", "[SEP]") if tok not in vocab]
+            if not missing:
+                backend.post_processor = _bert_post_processor(vocab["[CLS]"], vocab["[SEP]"])
+        logger.info("loaded tokenizer from %s", path)
+        return cls(backend, lowercase=lowercase, model_max_length=model_max_length)
+
+    def save(self, directory: str | os.PathLike[str]) -> None:
+        """Write ``tokenizer.json``, ``vocab.txt`` and ``tokenizer_config.json`` into ``directory``.
+
+        transformers' ``AutoTokenizer.from_pretrained(directory)`` loads the
+        result. It rebuilds the normalizer from the config's ``do_lower_case``
+        and ``strip_accents``, so both are written.
+        """
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self.backend.save(str(directory / "tokenizer.json"))
+
+        vocab = self.get_vocab()
+        by_id = sorted(vocab, key=vocab.__getitem__)
+        if [vocab[t] for t in by_id] != list(range(len(by_id))):
+            raise ValueError("token ids are not contiguous from 0: the vocabulary cannot be written as vocab.txt")
+        with open(directory / "vocab.txt", "w", encoding="utf-8") as f:
+            f.writelines(token + "\n" for token in by_id)
+
+        state = _normalizer_state(self.backend) or {}
+        config = {
+            "tokenizer_class": "BertTokenizer",
+            "do_lower_case": self.lowercase,
+            "strip_accents": state.get("strip_accents"),
+            "tokenize_chinese_chars": state.get("handle_chinese_chars", True),
+            "model_max_length": self.model_max_length,
+            "unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+            "mask_token": "[MASK]",
+        }
+        (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        logger.info("saved tokenizer to %s", directory)
+
+    # ------------------------------------------------------------------ encoding
+
+    def __call__(
+        self,
+        text: str,
+        text_pair: str | None = None,
+        max_length: int | None = None,
+        truncation: bool | str = True,
+    ) -> Encoding:
+        """Encode ``[CLS] text [SEP]``, or ``[CLS] text [SEP] text_pair [SEP]``.
+
+        With ``max_length`` and truncation on, tokens are cut exactly as
+        transformers' ``truncation="longest_first"`` does: one token at a time
+        from whichever segment is longer. ``"only_first"``/``"only_second"``
+        cut one segment only. Without ``max_length`` nothing is cut (pass
+        ``max_length=tok.model_max_length`` to fit a model).
+
+        As in transformers, an empty ``text_pair`` ("") is dropped, giving a
+        single-segment encoding.
+        """
+        return self._encode(text, text_pair or None, max_length, truncation)
+
+    def _encode(self, text: str, text_pair: str | None, max_length: int | None, truncation: bool | str) -> Encoding:
+        _check_text(text, "text")
+        if text_pair is not None:
+            _check_text(text_pair, "text_pair")
+        strategy = _truncation_strategy(truncation)
+        if max_length is not None:
+            n_special = self.backend.num_special_tokens_to_add(is_pair=text_pair is not None)
+            if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < n_special:
+                raise ValueError(
+                    f"max_length must be an int of at least {n_special} (the [CLS]/[SEP] tokens it needs), "
+                    f"got {max_length!r}"
+                )
+        if max_length is None or strategy is None:
+            enc = self.backend.encode(text, text_pair)
+        else:
+            # The Rust truncation is the one transformers uses, so the cut is identical.
+            self.backend.enable_truncation(max_length, strategy=strategy)
+            try:
+                enc = self.backend.encode(text, text_pair)
+            except Exception as err:  # only_first/only_second on a segment too short to cut
+                raise ValueError(
+                    f"cannot truncate to max_length {max_length} with {truncation!r}: {err}; "
+                    "pass truncation='longest_first' or a larger max_length"
+                ) from err
+            finally:
+                self.backend.no_truncation()
+        if max_length is not None and len(enc.ids) > max_length:
+            raise ValueError(
+                f"{len(enc.ids)} tokens is longer than max_length {max_length}: "
+                "pass truncation=True or a shorter text"
+            )
+        return Encoding(
+            input_ids=list(enc.ids),
+            token_type_ids=list(enc.type_ids),
+            attention_mask=list(enc.attention_mask),
+            tokens=list(enc.tokens),
+            word_ids=list(enc.word_ids),
+            sequence_ids=list(enc.sequence_ids),
+        )
+
+    def batch(
+        self,
+        texts: Sequence[str],
+        text_pairs: Sequence[str] | None = None,
+        max_length: int | None = None,
+        truncation: bool | str = True,
+        padding: bool | str = "longest",
+    ) -> Batch:
+        """Encode several texts (or pairs) and pad them into (B, T) tensors.
+
+        ``padding="longest"`` pads to the longest encoding in the batch (like
+        transformers' ``padding=True``); ``"max_length"`` pads to ``max_length``
+        so every batch has the same shape.
+        """
+        if isinstance(texts, str) or not isinstance(texts, Sequence):
+            raise ValueError(
+                f"texts must be a list of str, got {type(texts).__name__}: to encode one text call tokenizer(text)"
+            )
+        if len(texts) == 0:
+            raise ValueError("texts is empty: pass at least one text")
+        if text_pairs is not None:
+            if isinstance(text_pairs, str) or not isinstance(text_pairs, Sequence):
+                raise ValueError(f"text_pairs must be a list of str, got {type(text_pairs).__name__}")
+            if len(text_pairs) != len(texts):
+                raise ValueError(
+                    f"got {len(texts)} texts but {len(text_pairs)} text_pairs: pass one pair per text"
+                )
+        if padding is True or padding == "longest":
+            pad_to_max_length = False
+        elif padding == "max_length":
+            if max_length is None:
+                raise ValueError("padding='max_length' needs max_length: pass max_length=N or padding='longest'")
+            pad_to_max_length = True
+        else:
+            raise ValueError(f"padding must be 'longest' (or True) or 'max_length', got {padding!r}")
+
+        pairs = text_pairs if text_pairs is not None else itertools.repeat(None)
+        # Unlike __call__, an empty pair in a batch is kept ("[CLS] a [SEP] [SEP]"), as transformers does.
+        encodings = [self._encode(a, b, max_length, truncation) for a, b in zip(texts, pairs)]
+        length = max_length if pad_to_max_length else max(len(e) for e in encodings)
+
+        def pad(values: list, fill: Any) -> list:
+            return values + [fill] * (length - len(values))
+
+        def stack(key: str, fill: int) -> torch.Tensor:
+            return torch.tensor([pad(getattr(e, key), fill) for e in encodings], dtype=torch.long)
+
+        return Batch(
+            input_ids=stack("input_ids", self.pad_id),
+            token_type_ids=stack("token_type_ids", 0),
+            attention_mask=stack("attention_mask", 0),
+            tokens=[pad(e.tokens, "[PAD]") for e in encodings],
+            word_ids=[pad(e.word_ids, None) for e in encodings],
+            encodings=encodings,
+        )
+
+    def tokenize(self, text: str) -> list[str]:
+        """The WordPiece pieces of ``text``, without [CLS]/[SEP]."""
+        _check_text(text, "text")
+        return list(self.backend.encode(text, add_special_tokens=False).tokens)
+
+    def decode(self, ids: Sequence[int] | torch.Tensor, skip_special_tokens: bool = True) -> str:
+        """Turn ids back into text: ``##`` pieces are glued to the piece before them.
+
+        Lowercasing and accent stripping cannot be undone, so the result is the
+        normalized text, not the original.
+        """
+        if isinstance(ids, torch.Tensor):
+            if ids.dim() != 1:
+                raise ValueError(
+                    f"decode takes one sequence of ids (a 1-D tensor), got shape {tuple(ids.shape)}: decode each row"
+                )
+            ids = ids.tolist()
+        return self.backend.decode(list(ids), skip_special_tokens=skip_special_tokens)
+
+    # ------------------------------------------------------------------ vocabulary
+
+    def token_to_id(self, token: str) -> int | None:
+        return self.backend.token_to_id(token)
+
+    def id_to_token(self, i: int) -> str | None:
+        return self.backend.id_to_token(i) if i >= 0 else None
+
+    def get_vocab(self) -> dict[str, int]:
+        """Token -> id for the whole vocabulary, special tokens included."""
+        return self.backend.get_vocab(with_added_tokens=True)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.backend.get_vocab_size(with_added_tokens=True)
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+    @property
+    def special_ids(self) -> frozenset[int]:
+        return frozenset((self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id))
+
+    def __repr__(self) -> str:
+        return (
+            f"Tokenizer(vocab_size={self.vocab_size}, lowercase={self.lowercase}, "
+            f"model_max_length={self.model_max_length})"
+        )
+
+
+def _check_text(value: object, name: str) -> None:
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a str, got {type(value).__name__}")
+
+
+def _truncation_strategy(truncation: bool | str) -> str | None:
+    """Map the ``truncation`` argument to a Rust strategy name, or None for no truncation."""
+    if truncation is False or truncation == "do_not_truncate":
+        return None
+    try:
+        return _TRUNCATION_STRATEGIES[truncation]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"truncation must be True, False, 'longest_first', 'only_first' or 'only_second', got {truncation!r}"
+        ) from None
+
+
+def _read_tokenizer_config(directory: Path) -> dict[str, Any]:
+    path = directory / "tokenizer_config.json"
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path} is not valid JSON ({err}): fix or delete it") from err

