@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import os
 import platform
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Sequence
@@ -48,6 +50,42 @@ def log(*args) -> None:
 
 # ---- timing ------------------------------------------------------------------------------------
 
+class CpuMeter:
+    """How much CPU *other* processes used over an interval, in cores, from /proc/stat and /proc/self/stat.
+
+    Busy time of the whole machine (steal included: a hypervisor's other guests compete too) minus this
+    process's own CPU time. Linux only; elsewhere `available` is False and every reading is 0. Both counters
+    tick at CLK_TCK (100 Hz), so a reading over a short interval is uncertain by a tick or two.
+    """
+
+    def __init__(self):
+        self.hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self.available = Path("/proc/stat").exists() and Path("/proc/self/stat").exists()
+
+    def snapshot(self) -> tuple[float, int, int]:
+        if not self.available:
+            return time.perf_counter(), 0, 0
+        f = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+        user, nice, system, idle, iowait, irq, softirq, steal = (int(x) for x in f[:8])
+        busy = user + nice + system + irq + softirq + steal
+        own = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        self_ticks = int(own[11]) + int(own[12])  # utime, stime (fields 14 and 15)
+        return time.perf_counter(), busy, self_ticks
+
+    def others(self, a, b) -> tuple[float, int]:
+        """(cores used by others between snapshots a and b, their ticks)."""
+        ticks = max(0, (b[1] - a[1]) - (b[2] - a[2]))
+        return ticks / self.hz / max(b[0] - a[0], 1e-9), ticks
+
+
+@dataclass
+class Timing:
+    times: list[list[float]]        # per function: seconds of each kept run
+    rounds: int                     # timed rounds run
+    discarded: int                  # rounds thrown away because other processes were using the CPU
+    others: float                   # mean cores used by other processes over the kept rounds
+
+
 def time_once(fn: Callable[[], object], device: torch.device) -> float:
     sync(device)
     start = time.perf_counter()
@@ -57,28 +95,58 @@ def time_once(fn: Callable[[], object], device: torch.device) -> float:
 
 
 def time_alternating(fns: Sequence[Callable[[], object]], device: torch.device, repeats: int,
-                     warmup: int = 2) -> list[list[float]]:
-    """Run `fns` in turn (f0, f1, ..., f0, f1, ...) `warmup` rounds untimed, then `repeats` rounds timed.
+                     warmup: int = 2, min_time: float = 0.0, max_repeats: int = 100,
+                     max_others: float = 0.25, retry_share: float = 0.5) -> Timing:
+    """Run `fns` in turn (f0, f1, ..., f0, f1, ...): `warmup` rounds untimed, then timed rounds.
 
-    Returns one list of `repeats` wall-clock seconds per function. The garbage collector is off while
-    timing, so a collection triggered by one side is not billed to the other.
+    `repeats` rounds are kept, or more when that would take less than `min_time` seconds per function
+    (estimated from the last warm-up round), up to `max_repeats`: fast functions get more samples.
+    A round during which other processes used more than `max_others` cores (beyond a tick of slack) is
+    thrown away as a whole and run again, for at most `retry_share` × the expected time of the rounds
+    wanted (and never more than twice as many rounds); if the machine does not quieten within that, the
+    contended rounds are kept, and `Timing.others` says how busy it was. The garbage collector is off
+    while timing, so a collection triggered by one side is not billed to the other.
     """
+    last = [0.0] * len(fns)
     for _ in range(warmup):
-        for fn in fns:
-            fn()
-    sync(device)
-    times: list[list[float]] = [[] for _ in fns]
+        for i, fn in enumerate(fns):
+            last[i] = time_once(fn, device)
+    if min_time > 0 and warmup:
+        slowest = max(max(last), 1e-6)
+        repeats = max(repeats, min(max_repeats, math.ceil(min_time / slowest)))
+    budget = retry_share * repeats * sum(last)  # seconds that may go on re-running contended rounds
+    meter = CpuMeter()
+    kept: list[list[float]] = [[] for _ in fns]
+    contended: list[list[float]] = [[] for _ in fns]
+    kept_others, all_others = [], []
+    rounds = 0
     gc.collect()
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for _ in range(repeats):
-            for i, fn in enumerate(fns):
-                times[i].append(time_once(fn, device))
+        while len(kept[0]) < repeats and rounds < 2 * repeats:
+            if rounds >= repeats and sum(map(sum, contended)) > budget:
+                break
+            a = meter.snapshot()
+            ts = [time_once(fn, device) for fn in fns]
+            b = meter.snapshot()
+            rounds += 1
+            cores, ticks = meter.others(a, b)
+            all_others.append(cores)
+            # one tick of slack for the counters' resolution: a 20 ms round is contended at 2 ticks
+            quiet = ticks <= 1 + max_others * (b[0] - a[0]) * meter.hz
+            for i, t in enumerate(ts):
+                (kept if quiet else contended)[i].append(t)
+            if quiet:
+                kept_others.append(cores)
     finally:
         if was_enabled:
             gc.enable()
-    return times
+    discarded = len(contended[0])
+    if len(kept[0]) < repeats:  # never quiet enough: keep everything rather than too few runs
+        kept = [k + c for k, c in zip(kept, contended)]
+        kept_others, discarded = all_others, 0
+    return Timing(kept, rounds, discarded, statistics.fmean(kept_others) if kept_others else 0.0)
 
 
 def median(xs: Sequence[float]) -> float:
@@ -102,7 +170,7 @@ def matmul_peak(device: torch.device, dtype: torch.dtype = torch.float32, n: int
     b = torch.randn(n, n, generator=g).to(device=device, dtype=dtype)
     out = torch.empty(n, n, device=device, dtype=dtype)
     with torch.inference_mode():
-        (times,) = time_alternating([lambda: torch.mm(a, b, out=out)], device, repeats, warmup)
+        (times,) = time_alternating([lambda: torch.mm(a, b, out=out)], device, repeats, warmup).times
     return 2 * n**3 / median(times)
 
 

@@ -15,7 +15,8 @@ included; bf16: a relative tolerance, as bf16 carries ~3 significant digits), so
 computations are never timed against each other.
 
 Timing: warm-up, then bertlab and the reference alternate (b, r, b, r, ...); each side's time is the
-median of --repeats runs; ratio = reference time / bertlab time (> 1: bertlab is faster).
+median of its runs: --repeats (7), or more for fast cases, enough to fill --min-time (2 s) per side,
+at most 100; ratio = reference time / bertlab time (> 1: bertlab is faster).
 """
 
 from __future__ import annotations
@@ -51,10 +52,16 @@ def parse_args(argv=None):
     p.add_argument("--seq-len", type=int, default=128)
     p.add_argument("--repeats", type=int, default=7, help="timed runs per side (median); at least 5")
     p.add_argument("--warmup", type=int, default=2, help="untimed rounds per side first")
+    p.add_argument("--min-time", type=float, default=2.0, metavar="SECONDS",
+                   help="fast cases get more runs than --repeats, enough to fill this many seconds per side "
+                        "(at most 100 runs); 0 for exactly --repeats")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1, ... (default: cuda if available)")
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's own)")
     p.add_argument("--peak-size", type=int, default=2048, help="n of the n×n @ n×n matmul peak")
+    p.add_argument("--max-others", type=float, default=0.25, metavar="CORES",
+                   help="re-run a round during which other processes used more CPU than this (Linux)")
     p.add_argument("--json", default=None, metavar="FILE", help="write the rows as JSON")
+    p.add_argument("--markdown", action="store_true", help="print the table as a GitHub markdown table")
     args = p.parse_args(argv)
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     args.cases = [c.strip() for c in args.cases.split(",") if c.strip()]
@@ -207,7 +214,8 @@ def main(argv=None) -> int:
     info = C.machine_info(device)
     header = C.machine_header(info)
     C.log(f"forward benchmark on {header}")
-    C.log(f"batch {args.batch} × {args.seq_len} tokens, {args.repeats} repeats after {args.warmup} warm-up")
+    C.log(f"batch {args.batch} × {args.seq_len} tokens, ≥ {args.repeats} repeats (≥ {args.min_time:g} s) per side "
+          f"after {args.warmup} warm-up")
 
     # The peak is measured before and after the rows; the higher median of the two is the roof, so a busy
     # stretch of the machine during one measurement does not make the model look better than it is.
@@ -229,17 +237,23 @@ def main(argv=None) -> int:
             for case in cases:
                 run_ours, run_ref, check = runners(case, ours, refs, inputs, device)
                 err = check()
-                t_ours, t_ref = C.time_alternating([run_ours, run_ref], device, args.repeats, args.warmup)
+                timing = C.time_alternating([run_ours, run_ref], device, args.repeats, args.warmup,
+                                            min_time=args.min_time, max_others=args.max_others)
+                t_ours, t_ref = timing.times
                 m_ours, m_ref = C.median(t_ours), C.median(t_ref)
                 row = {
                     "case": f"{name}/{case}",
                     "bertlab_tok_s": tokens / m_ours,
                     "reference_tok_s": tokens / m_ref,
                     "ratio": m_ref / m_ours,
+                    "peak_share": None,            # filled in once the peak is known, after the rows
+                    "reference_peak_share": None,
                     "bertlab_flop_s": tokens / m_ours * fpt,
                     "reference_flop_s": tokens / m_ref * fpt,
                     "model": name,
                     "mode": case,
+                    "device": info["device_name"],
+                    "threads": info["threads"],
                     "reference": "transformers " + ("eager" if case == "attentions" else "sdpa"),
                     "bertlab_ms": m_ours * 1e3,
                     "reference_ms": m_ref * 1e3,
@@ -249,12 +263,15 @@ def main(argv=None) -> int:
                     "flops_per_token": fpt,
                     "batch": args.batch,
                     "seq_len": args.seq_len,
-                    "repeats": args.repeats,
+                    "repeats": len(t_ours),
+                    "discarded_rounds": timing.discarded,
+                    "others_cores": timing.others,
                 }
                 rows.append(row)
                 C.log(f"  {row['case']:<18} bertlab {m_ours * 1e3:8.1f} ms   reference {m_ref * 1e3:8.1f} ms   "
-                      f"ratio {row['ratio']:.2f}   (outputs agree to {err:.1e}; spread "
-                      f"{row['bertlab_spread']:.0%} / {row['reference_spread']:.0%})")
+                      f"ratio {row['ratio']:.2f}   ({len(t_ours)} runs each, {timing.discarded} rounds "
+                      f"discarded, others used {timing.others:.2f} cores; spread {row['bertlab_spread']:.0%} / "
+                      f"{row['reference_spread']:.0%}; outputs agree to {err:.1e})")
         del ours, refs, inputs
         gc.collect()
         if device.type == "cuda":
@@ -272,18 +289,21 @@ def main(argv=None) -> int:
         r["peak_flop_s"] = peak
 
     print(f"bertlab forward vs transformers — {header}")
-    print(f"batch {args.batch} × {args.seq_len} tokens; median of {args.repeats} alternating runs; "
+    print(f"batch {args.batch} × {args.seq_len} tokens; median of ≥ {args.repeats} alternating runs per side; "
           f"ratio = reference time / bertlab time (> 1: bertlab faster)")
     print("matmul peak (" + ", ".join(f"{k} {v / 1e9:.1f} GFLOP/s" for k, v in peaks.items())
           + f"; {args.peak_size}×{args.peak_size} @ {args.peak_size}×{args.peak_size}); "
           "share of peak = model FLOPs/s ÷ peak of the case's dtype")
     if load_before is not None:
-        print(f"load average (1 min) {load_before:.2f} before the rows, {load_after:.2f} after, on "
-              f"{info['cpu_count']} CPUs: above the thread count means something else was competing")
+        print(f"load average (1 min) {load_before:.2f} before the rows, {load_after:.2f} after, on {info['cpu_count']} CPUs")
     print()
-    table = [(r["case"], f"{r['bertlab_tok_s']:,.0f}", f"{r['reference_tok_s']:,.0f}", f"{r['ratio']:.2f}",
-              f"{r['peak_share']:.0%}") for r in rows]
-    print(C.format_table(["case", "bertlab tok/s", "reference tok/s", "ratio", "bertlab share of peak"], table))
+    noisy = lambda r: r["others_cores"] > args.max_others  # noqa: E731
+    table = [(r["case"], f"{r['bertlab_tok_s']:,.0f}", f"{r['reference_tok_s']:,.0f}",
+              f"{r['ratio']:.2f}" + (" *" if noisy(r) else ""), f"{r['peak_share']:.0%}") for r in rows]
+    print(C.format_table(["case", "bertlab tok/s", "reference tok/s", "ratio", "bertlab share of peak"], table,
+                         markdown=args.markdown))
+    if any(noisy(r) for r in rows):
+        print(f"* other processes kept using > {args.max_others:g} cores through this row: re-run it on a quiet machine")
     misses = [r["case"] for r in rows
               if r["ratio"] < (1.2 if r["model"] in ("tiny", "mini") else 1.0)]
     print()

@@ -439,7 +439,7 @@ class Tokenizer:
             "mask_token": "[MASK]",
         }
         (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-        logger.info("saved tokenizer to %s", directory)
+        logger.debug("saved tokenizer to %s", directory)
 
     # ------------------------------------------------------------------ encoding
 

@@ -111,7 +111,7 @@ def hf_twin(transformers):
 
 ODD_VOCAB = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list("abcdefghijklmnopqrstuvwxyz")
              + ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"] + list("0123456789.,!?'-")
-             + ["the", "a", "cat", "dog", "sat", "on", "mat", "river", "bank", "was", "muddy", "##s", "##ed",
+             + ["the", "cat", "dog", "sat", "on", "mat", "river", "bank", "was", "muddy", "##ly", "##ed",
                 "##ing", "and", "it", "is", "of", "to", "in", "he", "she"])
 
 

@@ -9,8 +9,6 @@ When nobody asks for the attention weights, the middle steps (scores … weighte
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -74,7 +72,9 @@ class BertSelfAttention(nn.Module):
         v = self.hook_v(self.split_heads(v))
 
         if explicit:
-            scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, heads, T, T)
+            # scaled by 1/sqrt(Dh), multiplied after the product as transformers does: dividing rounds
+            # differently, and padded rows amplify that past 1e-4 on a real checkpoint
+            scores = (q @ k.transpose(-2, -1)) * self.head_dim ** -0.5  # (B, heads, T, T)
             if mask is not None:
                 scores = scores + mask
             scores = self.hook_scores(scores)

@@ -1,0 +1,16 @@
+"""Pre-training data: text files → documents → NSP pairs → batches → masked-LM corruption.
+
+    from bertlab.pretraining import PretrainingData, collate, mask_tokens
+    data = PretrainingData("corpus/", tok, max_len=128)
+    data.check()                                   # fail now, not an hour into training
+    for examples in data.batches(32):
+        batch = collate(examples, tok.pad_id)
+        batch["input_ids"], batch["labels"] = mask_tokens(batch["input_ids"], tok)
+"""
+
+from .data import PretrainingData, collate, iter_texts, read_documents, split_sentences
+from .masking import mask_tokens
+from .pairs import PairExample, make_pairs
+
+__all__ = ["mask_tokens", "make_pairs", "PairExample", "split_sentences", "read_documents", "iter_texts",
+           "PretrainingData", "collate"]

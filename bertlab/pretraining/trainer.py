@@ -1,0 +1,451 @@
+"""Pre-training: masked LM + next-sentence prediction, as the paper does it (section 3.1, appendix A.2).
+
+    model, tok = pretrain("my_corpus/", "runs/tiny", preset="tiny", steps=2000)
+
+The loop, per optimizer step:
+    global batch of NSP pairs → dynamic 15 % masking (80/10/10) → forward (MLM logits only at the chosen
+    positions) → MLM loss + NSP loss → backward (accumulated over micro-batches) → clip to 1.0 → AdamW →
+    learning rate: linear warm-up, then linear decay to zero.
+
+Two design choices make stopping and scaling safe:
+- **Exact resume.** A checkpoint holds the model, the optimizer, the step, every random generator and the
+  data stream's position, so `resume=True` continues with exactly the losses an uninterrupted run would have.
+  Checkpoints are written to a temporary folder and renamed into place, and the `latest` pointer is
+  replaced atomically: a crash mid-write never leaves a half-written checkpoint as the latest.
+- **DDP that changes nothing.** Under `torchrun`, every process reads the same stream and masks the same
+  global batch, then keeps its own rows. Losses are sums divided by the *global* number of masked tokens
+  and pairs, so the averaged gradient is exactly the single-process gradient of the same global batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import random
+import shutil
+import signal
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from ..checkpoint import load_weights, normalise_keys, read_state_dict, save
+from ..config import BertConfig
+from ..model.bert import default_device
+from ..model.heads import IGNORE, BertForPreTraining
+from ..tokenizer import Tokenizer
+from .data import PretrainingData, collate, iter_texts, read_documents
+from .masking import mask_tokens
+
+log = logging.getLogger(__name__)
+
+Callback = Callable[[dict], None]
+LAST_RUN: dict = {}  # how the latest run in this process ended (the command line turns Ctrl-C into exit code 130)
+
+
+@dataclass
+class PretrainArgs:
+    """Everything that defines a run. Saved in every checkpoint, so `resume` needs only the output folder."""
+    corpus: list[str]
+    out: str
+    preset: str = "tiny"
+    steps: int = 1000
+    batch_size: int = 32            # sequences per optimizer step (the global batch, over all processes)
+    grad_accum: int = 1             # micro-batches per step: batch_size / grad_accum sequences per forward
+    max_len: int = 128              # tokens per sequence, [CLS] A [SEP] B [SEP] included
+    lr: float = 1e-4                # the paper's; tiny models train well with 5e-4 … 1e-3
+    warmup_steps: int | None = None  # default: 10 % of the steps (the paper: 10,000 of 1,000,000)
+    weight_decay: float = 0.01
+    clip: float = 1.0
+    mask_probability: float = 0.15
+    mask_mode: str = "dynamic"      # "dynamic": re-drawn every batch; "bert": Google's fixed count per sequence
+    whole_word: bool = False
+    max_predictions: int = 20
+    tokenizer: str | None = None    # vocab.txt / tokenizer.json / folder; default: train one on the corpus
+    vocab_size: int = 8000          # when training a tokenizer
+    lowercase: bool = True
+    strip_accents: bool | None = None  # None: with lowercase (as BERT-uncased); False keeps Hangul syllables whole
+    hidden_dropout: float | None = None    # override the preset's 0.1
+    attention_dropout: float | None = None
+    max_position_embeddings: int | None = None  # default: max_len (positions past it would never be trained)
+    seed: int = 0
+    save_every: int = 500
+    keep_checkpoints: int = 2
+    log_every: int = 10
+    eval_corpus: list[str] | None = None   # held-out text, scored at the end (MLM top-1, NSP accuracy)
+    bf16: bool | None = None        # None: on CUDA yes, on the CPU no
+    compile: bool = False
+    device: str | None = None
+    progress: bool = True
+
+
+# ---- pieces a reader (and a notebook) can use on their own ----------------------------------------
+
+def lr_at(step: int, steps: int, warmup: int, peak: float) -> float:
+    """Linear warm-up over `warmup` steps to `peak`, then linear decay to zero at `steps` (the paper's schedule)."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    return peak * max(0.0, (steps - step) / max(1, steps - warmup))
+
+
+def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
+    """Weight decay on weight matrices and embeddings, none on biases and LayerNorm (as Google's BERT)."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def pretraining_loss(out, labels: torch.Tensor, nsp_labels: torch.Tensor, n_masked: int, n_pairs: int):
+    """Summed MLM and NSP cross-entropies divided by the *global* counts, and the correct-prediction counts.
+
+    `out.prediction_logits` holds logits only at the masked positions (N, V), in the order of
+    `labels[labels != -100]`: the head never projects the other 85 % onto the vocabulary.
+    """
+    target = labels[labels != IGNORE]
+    mlm_logits = out.prediction_logits.float()
+    mlm = F.cross_entropy(mlm_logits, target, reduction="sum") / max(1, n_masked)
+    nsp = F.cross_entropy(out.seq_relationship_logits.float(), nsp_labels, reduction="sum") / max(1, n_pairs)
+    correct_mlm = (mlm_logits.argmax(-1) == target).sum()
+    correct_nsp = (out.seq_relationship_logits.argmax(-1) == nsp_labels).sum()
+    return mlm, nsp, correct_mlm, correct_nsp
+
+
+# ---- the run -------------------------------------------------------------------------------------
+
+class _Dist:
+    """torchrun's environment, or a single process."""
+
+    def __init__(self, device_arg):
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        if self.world > 1:
+            cuda = torch.cuda.is_available() and device_arg != "cpu"
+            self.device = torch.device(f"cuda:{local}") if cuda else torch.device("cpu")
+            if cuda:
+                torch.cuda.set_device(self.device)
+            if not torch.distributed.is_initialized():
+                torch.distributed.init_process_group("nccl" if cuda else "gloo")
+        else:
+            self.device = default_device(device_arg)
+        self.main = self.rank == 0
+
+    def barrier(self):
+        if self.world > 1:
+            torch.distributed.barrier()
+
+
+def pretrain(corpus: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike, *,
+             resume: bool = False, callbacks: Sequence[Callback] = (), **kwargs):
+    """Pre-train a `BertForPreTraining` on plain text; returns `(model, tokenizer)`, also saved in `out`.
+
+    `corpus`: text files or folders (a blank line separates documents). Keyword arguments are the fields of
+    `PretrainArgs`. `resume=True` continues the latest checkpoint in `out` exactly (pass a larger
+    `steps` to train further). `callbacks` are called on the main process with each logged metrics dict.
+    Ctrl-C saves a checkpoint at the last finished step and returns the model trained so far.
+    """
+    paths = [str(corpus)] if isinstance(corpus, (str, os.PathLike)) else [str(p) for p in corpus]
+    out = Path(out)
+    state = None
+    unknown = set(kwargs) - set(PretrainArgs.__dataclass_fields__)
+    if unknown:
+        raise ValueError(f"unknown pretrain option(s): {', '.join(sorted(unknown))}")
+    if resume:
+        ckpt = latest_checkpoint(out)
+        if ckpt is None:
+            raise FileNotFoundError(f"nothing to resume in {out}: no checkpoints/latest. Start without resume.")
+        state = torch.load(ckpt / "trainer_state.pt", map_location="cpu", weights_only=True)
+        saved = state["args"]
+        changed = [k for k, v in kwargs.items() if k not in _RESUMABLE and v != saved.get(k)]
+        if changed:  # refuse rather than silently train on with the saved value
+            raise ValueError("resume continues the saved run exactly, so these cannot change: "
+                             + ", ".join(f"{k}={kwargs[k]!r} (saved: {saved.get(k)!r})" for k in changed)
+                             + f". Only {', '.join(_RESUMABLE)} can; start a new run in another folder instead.")
+        saved.update({k: v for k, v in kwargs.items() if k in _RESUMABLE})
+        args = PretrainArgs(**saved)
+    else:
+        args = PretrainArgs(corpus=paths, out=str(out), **kwargs)
+    _check_args(args)
+    return _Run(args, state, callbacks).train()
+
+
+_RESUMABLE = ("steps", "save_every", "log_every", "progress", "device", "eval_corpus", "keep_checkpoints")
+
+
+def latest_checkpoint(out: Path) -> Path | None:
+    pointer = Path(out) / "checkpoints" / "latest"
+    if not pointer.exists():
+        return None
+    path = pointer.parent / pointer.read_text().strip()
+    return path if (path / "trainer_state.pt").exists() else None
+
+
+def _check_args(a: PretrainArgs) -> None:
+    if a.steps < 1:
+        raise ValueError(f"steps must be at least 1, got {a.steps}")
+    if a.batch_size < 1 or a.grad_accum < 1 or a.batch_size % a.grad_accum:
+        raise ValueError(f"batch_size {a.batch_size} must be a positive multiple of grad_accum {a.grad_accum}")
+    if a.max_len < 5:
+        raise ValueError(f"max_len {a.max_len} is too small: [CLS] A [SEP] B [SEP] needs at least 5 tokens")
+    if not 0 < a.mask_probability < 1:
+        raise ValueError(f"mask_probability must be between 0 and 1, got {a.mask_probability}")
+    if a.lr <= 0:
+        raise ValueError(f"lr must be positive, got {a.lr}")
+    if a.keep_checkpoints < 1 or a.save_every < 1 or a.log_every < 1:
+        raise ValueError("keep_checkpoints, save_every and log_every must each be at least 1")
+    BertConfig.preset(a.preset)  # raises for an unknown preset
+
+
+class _Run:
+    def __init__(self, args: PretrainArgs, state: dict | None, callbacks: Sequence[Callback]):
+        self.args, self.callbacks = args, list(callbacks)
+        self.dist = _Dist(args.device)
+        a, dist = args, self.dist
+        if a.batch_size % (a.grad_accum * dist.world):
+            raise ValueError(f"batch_size {a.batch_size} must be divisible by grad_accum × processes "
+                             f"= {a.grad_accum * dist.world}")
+        self.out = Path(a.out)
+        self.warmup = a.warmup_steps if a.warmup_steps is not None else max(1, a.steps // 10)
+
+        random.seed(a.seed)
+        torch.manual_seed(a.seed + dist.rank)  # dropout differs per process, as it would per batch row
+        if state is None:
+            self.tokenizer = self._tokenizer()
+            self.model = self._model()
+            self.step = 0
+        else:
+            ckpt = latest_checkpoint(self.out)
+            self.tokenizer = Tokenizer.from_file(ckpt)
+            self.model = self._model()
+            load_weights(self.model, normalise_keys(read_state_dict(ckpt)))
+            self.step = state["step"]
+        # validate the corpus before any training starts (empty, missing, no multi-sentence document …)
+        self.data = PretrainingData(a.corpus, self.tokenizer, max_len=a.max_len, seed=a.seed)
+        self.data.check()
+        self.mask_gen = torch.Generator().manual_seed(a.seed)
+        self.optimizer = torch.optim.AdamW(param_groups(self.model, a.weight_decay), lr=a.lr,
+                                           betas=(0.9, 0.999), eps=1e-6)
+        if state is not None:
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.data.load_state_dict(state["data"])
+            self.mask_gen.set_state(state["mask_generator"])
+            self._set_rng(torch.load(ckpt / f"rng-rank{dist.rank}.pt", map_location="cpu", weights_only=True))
+        self.forward = self.model
+        if dist.world > 1:
+            self.forward = torch.nn.parallel.DistributedDataParallel(
+                self.model, device_ids=[dist.device.index] if dist.device.type == "cuda" else None)
+        if a.compile:
+            self.forward = torch.compile(self.forward)
+        self.bf16 = a.bf16 if a.bf16 is not None else dist.device.type == "cuda"
+
+    # -- set-up --
+    def _tokenizer(self) -> Tokenizer:
+        a = self.args
+        if a.tokenizer:
+            return Tokenizer.from_file(a.tokenizer)
+        if next(read_documents(a.corpus), None) is None:
+            raise ValueError(f"corpus {', '.join(a.corpus)} has no text: pre-training needs documents of "
+                             "several sentences, separated by blank lines")
+        log.info("training a %d-token WordPiece vocabulary on %s", a.vocab_size, ", ".join(a.corpus))
+        return Tokenizer.train(iter_texts(a.corpus), vocab_size=a.vocab_size, lowercase=a.lowercase,
+                               strip_accents=a.strip_accents)
+
+    def _model(self) -> BertForPreTraining:
+        a = self.args
+        overrides = dict(vocab_size=self.tokenizer.vocab_size, pad_token_id=self.tokenizer.pad_id,
+                         max_position_embeddings=a.max_position_embeddings or a.max_len)
+        if a.hidden_dropout is not None:
+            overrides["hidden_dropout_prob"] = a.hidden_dropout
+        if a.attention_dropout is not None:
+            overrides["attention_probs_dropout_prob"] = a.attention_dropout
+        if overrides["max_position_embeddings"] < a.max_len:
+            raise ValueError(f"max_position_embeddings {overrides['max_position_embeddings']} is smaller than "
+                             f"max_len {a.max_len}")
+        config = BertConfig.preset(a.preset, **overrides)
+        return BertForPreTraining(config, device=self.dist.device).train()
+
+    # -- the loop --
+    def train(self):
+        a, dist = self.args, self.dist
+        if dist.main:
+            self.out.mkdir(parents=True, exist_ok=True)
+        micro = a.batch_size // a.grad_accum
+        rows = slice(dist.rank, None, dist.world)
+        stream = self.data.batches(a.batch_size)
+        bar = tqdm(total=a.steps, initial=self.step, disable=not (a.progress and dist.main), desc="pretrain",
+                   unit="step", dynamic_ncols=True)
+        window = _Window()
+        interrupted = False
+        # the stream's position and the random generators' states after the last *finished* step: a Ctrl-C
+        # mid-step has already drawn that step's masks and dropout, which the resumed step must draw again
+        data_state, rng_state = self.data.state_dict(), self._rng_states()
+        try:
+            while self.step < a.steps:
+                t0 = time.perf_counter()
+                # mask the whole global batch at once, then split it: grad_accum and DDP change no mask
+                batch = self._mask(next(stream))
+                n_masked = int((batch["labels"] != IGNORE).sum())
+                masked = []
+                for i in range(0, a.batch_size, micro):
+                    m = {k: v[i:i + micro] for k, v in batch.items()}
+                    T = int(m["attention_mask"].sum(1).max())   # drop columns that are padding in every row
+                    masked.append({k: v[:, :T] if v.dim() == 2 else v for k, v in m.items()})
+                lr = lr_at(self.step, a.steps, self.warmup, a.lr)
+                for g in self.optimizer.param_groups:
+                    g["lr"] = lr
+                self.optimizer.zero_grad(set_to_none=True)
+                sums = torch.zeros(6, dtype=torch.float64)
+                for i, m in enumerate(masked):
+                    mine = {k: v[rows].to(dist.device) for k, v in m.items()}
+                    sync = i == len(masked) - 1 or dist.world == 1
+                    ctx = self.forward.no_sync() if not sync else contextlib.nullcontext()
+                    with ctx:
+                        with torch.autocast(dist.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+                            out = self.forward(mine["input_ids"], mine["token_type_ids"], mine["attention_mask"],
+                                               labels=mine["labels"])
+                        mlm, nsp, c_mlm, c_nsp = pretraining_loss(out, mine["labels"], mine["next_sentence_label"],
+                                                                  n_masked, a.batch_size)
+                        ((mlm + nsp) * dist.world).backward()
+                    sums += torch.tensor([mlm.item(), nsp.item(), c_mlm.item(), c_nsp.item(),
+                                          int((mine["labels"] != IGNORE).sum()), int(mine["attention_mask"].sum())],
+                                         dtype=torch.float64)
+                grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), a.clip)
+                with _deferred_interrupt():  # weights, step and records change together or not at all
+                    self.optimizer.step()
+                    self.step += 1
+                    data_state, rng_state = self.data.state_dict(), self._rng_states()
+                if dist.world > 1:
+                    torch.distributed.all_reduce(sums)
+                mlm_l, nsp_l, c_mlm, c_nsp, n_m, n_tok = sums.tolist()
+                window.add(mlm_l, nsp_l, c_mlm, n_m, c_nsp, a.batch_size, n_tok, time.perf_counter() - t0)
+                if dist.main:
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{mlm_l + nsp_l:.3f}", mlm_acc=f"{c_mlm / max(1, n_m):.3f}",
+                                    nsp_acc=f"{c_nsp / a.batch_size:.3f}", tok_s=f"{window.tok_s:,.0f}", refresh=False)
+                if self.step % a.log_every == 0 or self.step == a.steps:
+                    self._log(window.summary(self.step, lr, float(grad_norm)))
+                    window = _Window()
+                if self.step % a.save_every == 0 and self.step < a.steps:
+                    self._checkpoint(data_state, rng_state)
+        except KeyboardInterrupt:
+            interrupted = True
+            log.warning("interrupted at step %d: saving a checkpoint; continue with resume=True", self.step)
+        finally:
+            bar.close()
+        self._checkpoint(data_state, rng_state)
+        if dist.main:
+            save(self.model, self.tokenizer, self.out)
+            if a.eval_corpus and not interrupted:
+                from .evaluate import evaluate
+                result = evaluate(self.model, self.tokenizer, a.eval_corpus, max_len=a.max_len, seed=a.seed)
+                self._log({"step": self.step, "eval": asdict(result)})
+        dist.barrier()
+        self.model.eval()
+        LAST_RUN.update(interrupted=interrupted, step=self.step, out=str(self.out))
+        return self.model, self.tokenizer
+
+    def _mask(self, examples) -> dict[str, torch.Tensor]:
+        batch = collate(examples, self.tokenizer.pad_id)
+        inputs, labels = mask_tokens(batch["input_ids"], self.tokenizer, self.args.mask_probability,
+                                     generator=self.mask_gen, mode=self.args.mask_mode,
+                                     max_predictions=self.args.max_predictions, whole_word=self.args.whole_word)
+        return {**batch, "input_ids": inputs, "labels": labels}
+
+    # -- records --
+    def _log(self, metrics: dict) -> None:
+        if not self.dist.main:
+            return
+        with open(self.out / "metrics.jsonl", "a") as f:
+            f.write(json.dumps(metrics) + "\n")
+        for cb in self.callbacks:
+            cb(metrics)
+
+    def _checkpoint(self, data_state: dict, rng_state: tuple) -> None:
+        """checkpoints/step-N/ written under a temporary name, renamed, then `latest` swapped atomically."""
+        dist, root = self.dist, self.out / "checkpoints"
+        name = f"step-{self.step:07d}"
+        tmp = root / f".{name}.tmp"
+        if dist.main:
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+            save(self.model, self.tokenizer, tmp)
+            torch.save({"args": asdict(self.args), "step": self.step, "optimizer": self.optimizer.state_dict(),
+                        "data": data_state, "mask_generator": rng_state[0]}, tmp / "trainer_state.pt")
+        dist.barrier()
+        torch.save(rng_state[1], tmp / f"rng-rank{dist.rank}.pt")  # each process its own dropout state
+        dist.barrier()
+        if dist.main:
+            final = root / name
+            shutil.rmtree(final, ignore_errors=True)
+            os.replace(tmp, final)
+            pointer = root / ".latest.tmp"
+            pointer.write_text(name + "\n")
+            os.replace(pointer, root / "latest")
+            for old in sorted(root.glob("step-*"))[: -self.args.keep_checkpoints]:
+                shutil.rmtree(old, ignore_errors=True)
+        dist.barrier()
+
+    def _rng_states(self) -> tuple:
+        return self.mask_gen.get_state(), self._rng()
+
+    def _rng(self) -> dict:
+        state = {"torch": torch.get_rng_state(), "python": list(random.getstate()[1]),
+                 "python_pos": random.getstate()[2]}
+        if torch.cuda.is_available():
+            state["cuda"] = torch.cuda.get_rng_state_all()
+        return state
+
+    def _set_rng(self, state: dict) -> None:
+        torch.set_rng_state(state["torch"])
+        random.setstate((3, tuple(state["python"]), state["python_pos"]))
+        if "cuda" in state and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class _Window:
+    """Running sums between two log lines."""
+
+    def __init__(self):
+        self.mlm = self.nsp = self.c_mlm = self.n_mlm = self.c_nsp = self.n_nsp = self.tokens = self.seconds = 0.0
+        self.steps = 0
+
+    def add(self, mlm, nsp, c_mlm, n_mlm, c_nsp, n_nsp, tokens, seconds):
+        self.mlm += mlm; self.nsp += nsp; self.c_mlm += c_mlm; self.n_mlm += n_mlm  # noqa: E702
+        self.c_nsp += c_nsp; self.n_nsp += n_nsp; self.tokens += tokens; self.seconds += seconds  # noqa: E702
+        self.steps += 1
+
+    @property
+    def tok_s(self) -> float:
+        return self.tokens / self.seconds if self.seconds else 0.0
+
+    def summary(self, step: int, lr: float, grad_norm: float) -> dict:
+        n = max(1, self.steps)
+        return {"step": step, "loss": (self.mlm + self.nsp) / n, "mlm_loss": self.mlm / n, "nsp_loss": self.nsp / n,
+                "mlm_acc": self.c_mlm / max(1, self.n_mlm), "nsp_acc": self.c_nsp / max(1, self.n_nsp),
+                "lr": lr, "grad_norm": grad_norm, "tok_s": self.tok_s, "time": time.time()}
+
+
+@contextlib.contextmanager
+def _deferred_interrupt():
+    """Hold a Ctrl-C until the block is done, so an optimizer step is never left half-applied."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda sig, frame: caught.append(sig))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            raise KeyboardInterrupt

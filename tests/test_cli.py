@@ -1,0 +1,92 @@
+"""`bertlab pretrain`: flags mirror PretrainArgs, bad input is one line on stderr with exit code 2, a real run
+writes the model, and `--resume` takes only the flags given. (`python -m bertlab` runs in test_trainer's DDP test.)"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+
+import pytest
+import torch
+
+from bertlab.cli import main
+from bertlab.pretraining.trainer import LAST_RUN, PretrainArgs, latest_checkpoint
+
+WORDS = "the river bank was muddy after rain and a cat sat on the old mat near water under stone".split()
+TINY = ["--preset", "tiny", "--max-len", "32", "--batch-size", "4", "--vocab-size", "300", "--device", "cpu",
+        "--no-progress"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)   # a busy two-core machine makes two OpenMP threads per tiny matmul much slower
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    rng = random.Random(0)
+    docs = ["\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 7))).capitalize() + "."
+                      for _ in range(rng.randint(3, 6))) for _ in range(30)]
+    path = tmp_path_factory.mktemp("cli_corpus") / "train.txt"
+    path.write_text("\n\n".join(docs) + "\n")
+    return str(path)
+
+
+def steps_logged(out) -> list[int]:
+    return [json.loads(line)["step"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_help_lists_every_pretrain_args_field(capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["pretrain", "--help"])
+    assert exit.value.code == 0
+    text = capsys.readouterr().out
+    for f in dataclasses.fields(PretrainArgs):
+        flag = "corpus" if f.name == "corpus" else "--" + f.name.replace("_", "-")
+        assert flag in text, f"{flag} missing from `bertlab pretrain --help`"
+    assert "--resume" in text and "--no-progress" in text
+
+
+def test_a_missing_corpus_is_one_line_on_stderr_and_exit_code_2(tmp_path, capsys):
+    code = main(["pretrain", str(tmp_path / "nowhere.txt"), "--out", str(tmp_path / "out"), *TINY])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert len(errors) == 1 and errors[0].startswith("bertlab pretrain: error: corpus path")
+    assert "nowhere.txt does not exist" in errors[0]
+    assert not (tmp_path / "out").exists()
+
+
+def test_no_corpus_and_no_resume_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["pretrain", "--out", str(tmp_path)])
+    assert exit.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: bertlab pretrain") and "needs a CORPUS" in err
+
+
+def test_a_tiny_run_then_resume_with_only_steps(corpus, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["pretrain", corpus, "--out", str(out), *TINY, "--steps", "3", "--log-every", "1"]) == 0
+    assert (out / "model.safetensors").exists() and (out / "config.json").exists()
+    assert steps_logged(out) == [1, 2, 3]
+
+    # every other setting comes from the checkpoint (the saved log_every=1 included)
+    assert main(["pretrain", "--out", str(out), "--resume", "--steps", "5"]) == 0
+    assert steps_logged(out) == [1, 2, 3, 4, 5]
+    assert LAST_RUN["step"] == 5 and latest_checkpoint(out).name == "step-0000005"
+
+    # any spelling argparse accepts counts as given (an abbreviation, a --no- flag)
+    assert main(["pretrain", "--out", str(out), "--resume", "--step", "6", "--no-progress"]) == 0
+    assert steps_logged(out)[-1] == 6
+
+    # a setting the saved run cannot change is an error, not silently ignored
+    capsys.readouterr()
+    assert main(["pretrain", "--out", str(out), "--resume", "--lr", "1.0", "--steps", "7"]) == 2
+    assert "lr=1.0 (saved: 0.0001)" in capsys.readouterr().err
+    assert steps_logged(out)[-1] == 6
