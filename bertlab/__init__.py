@@ -9,6 +9,10 @@ from .checkpoint import load, save
 from .config import BertConfig
 from .model import (Bert, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
                     BertForSequenceClassification, BertForTokenClassification, BertOutput, EmbeddingParts)
+from .pretraining import make_pairs, mask_tokens
+from .pretraining.trainer import pretrain
+from .probe import (ablate, attention_rollout, cosine_distances, fill_mask, head_importance, next_sentence,
+                    sentence_embedding, word_vectors)
 from .tokenizer import Batch, Encoding, Tokenizer
 from .utils import set_seed
 
@@ -16,4 +20,6 @@ __version__ = "0.1.0"
 
 __all__ = ["BertConfig", "Tokenizer", "Encoding", "Batch", "Bert", "BertOutput", "EmbeddingParts",
            "BertForPreTraining", "BertForMaskedLM", "BertForSequenceClassification",
-           "BertForTokenClassification", "BertForQuestionAnswering", "load", "save", "set_seed"]
+           "BertForTokenClassification", "BertForQuestionAnswering", "load", "save", "set_seed",
+           "mask_tokens", "make_pairs", "pretrain", "fill_mask", "next_sentence", "word_vectors",
+           "cosine_distances", "sentence_embedding", "attention_rollout", "head_importance", "ablate"]

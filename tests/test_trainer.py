@@ -151,6 +151,31 @@ def test_ctrl_c_in_the_middle_of_a_step_still_resumes_exactly(corpus, run_a, tmp
     assert_same_weights(tmp_path, run_a)
 
 
+def test_ctrl_c_during_the_optimizer_step_lets_the_step_finish(corpus, run_a, tmp_path, monkeypatch):
+    # A SIGINT that arrives inside optimizer.step() is held until the step is done, so the weights are never
+    # half-updated: the checkpoint is at step 3 with step 3's weights, and resuming matches run A exactly.
+    import signal
+
+    real_step = torch.optim.AdamW.step
+    calls = {"n": 0}
+
+    def step_with_sigint(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            os.kill(os.getpid(), signal.SIGINT)        # delivered mid-step, in the main thread
+        return real_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.AdamW, "step", step_with_sigint)
+    pretrain(corpus, tmp_path, **RUN_A)
+    assert LAST_RUN["interrupted"] is True and LAST_RUN["step"] == 3
+    assert (tmp_path / "checkpoints" / "latest").read_text().strip() == "step-0000003"
+    monkeypatch.setattr(torch.optim.AdamW, "step", real_step)
+
+    pretrain(corpus, tmp_path, resume=True)
+    assert_same_losses(metrics(tmp_path), metrics(run_a), range(1, 9), atol=1e-6)
+    assert_same_weights(tmp_path, run_a)
+
+
 # ---- checkpoints ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("victim", ["weights", "trainer_state"])

@@ -36,15 +36,14 @@ class BertSelfAttention(nn.Module):
         self.hook_z = HookPoint()        # (B, heads, T, Dh) each head's output: zero a head here to ablate it
 
     def fused_qkv(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """[W_q; W_k; W_v] (3H, H) and their biases stacked, for the fast path.
+        """[W_q; W_k; W_v] (3H, H) and their biases stacked, for inference.
 
-        Training needs the concatenation inside the autograd graph, so it is rebuilt each call (cheap next to
-        the multiply). Without gradients it is cached until a weight changes (any in-place update bumps its version).
+        Cached until a weight changes (any in-place update bumps a tensor's version), so the concatenation
+        is paid once, not per call. Training does not use it: inside autograd the concatenation (and the
+        split of its gradient) would cost about what the fusion saves.
         """
         params = (self.query.weight, self.key.weight, self.value.weight,
                   self.query.bias, self.key.bias, self.value.bias)
-        if torch.is_grad_enabled() and any(p.requires_grad for p in params):
-            return torch.cat(params[:3]), torch.cat(params[3:])
         key = tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in params)
         if getattr(self, "_qkv_key", None) != key:
             with torch.no_grad():
@@ -63,9 +62,9 @@ class BertSelfAttention(nn.Module):
         """
         B, T, H = x.shape
         explicit = need_weights or self.hook_scores.active or self.hook_pattern.active
-        if explicit:
+        if explicit or (torch.is_grad_enabled() and self.query.weight.requires_grad):
             q, k, v = self.query(x), self.key(x), self.value(x)
-        else:  # the same three projections as one matrix multiply: one pass over x instead of three
+        else:  # inference: the same three projections as one matrix multiply, one pass over x instead of three
             q, k, v = F.linear(x, *self.fused_qkv()).split(H, dim=-1)
         q = self.hook_q(self.split_heads(q))
         k = self.hook_k(self.split_heads(k))

@@ -11,6 +11,8 @@
 from .data import PretrainingData, collate, iter_texts, read_documents, split_sentences
 from .masking import mask_tokens
 from .pairs import PairExample, make_pairs
+from .evaluate import EvalResult, evaluate
+from .trainer import PretrainArgs, pretrain
 
 __all__ = ["mask_tokens", "make_pairs", "PairExample", "split_sentences", "read_documents", "iter_texts",
-           "PretrainingData", "collate"]
+           "PretrainingData", "collate", "evaluate", "EvalResult", "pretrain", "PretrainArgs"]

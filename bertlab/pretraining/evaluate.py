@@ -28,16 +28,17 @@ def evaluate(model, tokenizer, corpus: Sequence[str] | str, max_len: int = 128, 
              passes: int = 3, batch_size: int = 64) -> EvalResult:
     """Score `model` (a `BertForPreTraining`) on held-out text, with fixed masks and pairs (so runs compare).
 
-    Every pair of the held-out corpus is scored once per pass; each pass draws new masks (15 %, 80/10/10,
-    as in training). The unigram baseline is measured on the very same masked positions.
+    Each pass draws new NSP pairs from the held-out documents and new masks (15 %, 80/10/10, as in training),
+    all from one generator seeded with `seed`. The unigram baseline is measured on the same masked positions.
     """
     was_training = model.training
     model.eval()
     gen = torch.Generator().manual_seed(seed)
-    examples = make_pairs(list(read_documents(corpus)), tokenizer, max_len, generator=gen)
+    documents = list(read_documents(corpus))
     correct_mlm = n_mlm = correct_nsp = n_nsp = 0
     targets: Counter = Counter()
-    for p in range(passes):
+    for _ in range(passes):  # each pass: new NSP pairs and new masks, so a small held-out set yields more samples
+        examples = make_pairs(documents, tokenizer, max_len, generator=gen)
         for i in range(0, len(examples), batch_size):
             batch = collate(examples[i:i + batch_size], tokenizer.pad_id)
             inputs, labels = mask_tokens(batch["input_ids"], tokenizer, generator=gen)
@@ -46,10 +47,9 @@ def evaluate(model, tokenizer, corpus: Sequence[str] | str, max_len: int = 128, 
             correct_mlm += int((out.prediction_logits.argmax(-1) == target).sum())
             n_mlm += target.numel()
             targets.update(target.tolist())
-            if p == 0:
-                nsp = batch["next_sentence_label"].to(out.seq_relationship_logits.device)
-                correct_nsp += int((out.seq_relationship_logits.argmax(-1) == nsp).sum())
-                n_nsp += nsp.numel()
+            nsp = batch["next_sentence_label"].to(out.seq_relationship_logits.device)
+            correct_nsp += int((out.seq_relationship_logits.argmax(-1) == nsp).sum())
+            n_nsp += nsp.numel()
     model.train(was_training)
     top = targets.most_common(1)[0][1] if targets else 0
     return EvalResult(correct_mlm / max(1, n_mlm), top / max(1, n_mlm), correct_nsp / max(1, n_nsp), n_mlm, n_nsp)

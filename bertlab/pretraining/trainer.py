@@ -320,7 +320,7 @@ class _Run:
                                           int((mine["labels"] != IGNORE).sum()), int(mine["attention_mask"].sum())],
                                          dtype=torch.float64)
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), a.clip)
-                with _deferred_interrupt():  # weights, step and records change together or not at all
+                with _deferred_interrupt() as pending:  # weights, step and records change together or not at all
                     self.optimizer.step()
                     self.step += 1
                     data_state, rng_state = self.data.state_dict(), self._rng_states()
@@ -337,6 +337,8 @@ class _Run:
                     window = _Window()
                 if self.step % a.save_every == 0 and self.step < a.steps:
                     self._checkpoint(data_state, rng_state)
+                if pending:  # a Ctrl-C held during the optimizer step, now that the step is recorded
+                    raise KeyboardInterrupt
         except KeyboardInterrupt:
             interrupted = True
             log.warning("interrupted at step %d: saving a checkpoint; continue with resume=True", self.step)
@@ -437,15 +439,16 @@ class _Window:
 
 @contextlib.contextmanager
 def _deferred_interrupt():
-    """Hold a Ctrl-C until the block is done, so an optimizer step is never left half-applied."""
+    """Hold a Ctrl-C until the block is done, so an optimizer step is never left half-applied.
+
+    Yields a list that holds the signal if one came; the caller raises KeyboardInterrupt once the step is logged.
+    """
+    caught: list = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield caught
         return
-    caught = []
     previous = signal.signal(signal.SIGINT, lambda sig, frame: caught.append(sig))
     try:
-        yield
+        yield caught
     finally:
         signal.signal(signal.SIGINT, previous)
-        if caught:
-            raise KeyboardInterrupt

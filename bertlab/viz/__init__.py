@@ -1,5 +1,27 @@
-"""Figures (plotly) and widgets that show what a BERT computes. Needs the `notebooks` extra."""
+"""Figures (plotly), offline attention views and live widgets that show what a BERT computes.
 
-from .figures import attention_heatmap
+Needs the `notebooks` extra (plotly, ipywidgets, bertviz).
 
-__all__ = ["attention_heatmap"]
+    from bertlab.viz import AttentionExplorer
+    AttentionExplorer("The river bank was muddy.")      # the last line of a notebook cell shows it
+"""
+
+from .attention import AttentionView, head_view, head_view_html, model_view, model_view_html
+from .figures import (attention_grid, attention_heatmap, cosine_matrix, drift_by_layer, embedding_sum,
+                      fill_mask_figure, fill_mask_layers_figure, head_importance_figure, lr_schedule,
+                      masking_figure, nsp_figure, position_similarity, projection_2d, sinusoidal_positions,
+                      training_curves)
+from .widgets import (AttentionExplorer, ContextExplorer, EmbeddingSumExplorer, HeadAblation, MaskingLab,
+                      MaskPlayground, NSPExplorer)
+
+__all__ = [
+    # figures
+    "attention_heatmap", "attention_grid", "embedding_sum", "sinusoidal_positions", "position_similarity",
+    "masking_figure", "nsp_figure", "fill_mask_figure", "fill_mask_layers_figure", "cosine_matrix",
+    "drift_by_layer", "projection_2d", "training_curves", "lr_schedule", "head_importance_figure",
+    # attention views (offline)
+    "head_view", "model_view", "head_view_html", "model_view_html", "AttentionView",
+    # live widgets
+    "AttentionExplorer", "MaskPlayground", "MaskingLab", "EmbeddingSumExplorer", "NSPExplorer",
+    "ContextExplorer", "HeadAblation",
+]

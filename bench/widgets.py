@@ -1,0 +1,245 @@
+"""Widget latency: the time from an input change to the new figure being ready, per widget, on the CPU.
+
+    python bench/widgets.py                                     # every case, minilm and bertlab-tiny
+    python bench/widgets.py --json bench/results/widgets-cpu.json
+    python bench/widgets.py --models minilm --widgets AttentionExplorer,ContextExplorer --interactions 20
+
+Each case builds a widget on a ~32-token text, makes a few untimed interactions (warm-up), then times
+`--interactions` (50) more. An interaction is what a person does to the widget's main input: set a
+control's `.value` (a slider, a text box, a token button, a head toggle) or click a button. Callbacks run
+synchronously, so the time from the assignment until it returns is the time until `w.figure` holds the new
+figure (and the Output area its JSON). Inputs alternate between two values, each of which needs the work a
+real change needs: a slider reuses the cached forward pass (as it does for a person), a text change runs
+the model again. p50 and p95 over the timed interactions; target p95 ≤ 100 ms.
+
+MiniLM has no MLM or
+NSP head, so MaskPlayground and NSPExplorer run on bertlab-tiny only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]  # `_common`, and bertlab from this checkout
+
+import _common as C  # noqa: E402
+
+from bertlab.viz import widgets as W  # noqa: E402
+
+TARGET_MS = 100.0
+MODELS = ("minilm", "bertlab-tiny")
+PASSAGE = ("Grace walked along the muddy bank of the river with her brother and their old dog while brown "
+           "leaves floated past them on the slow current and a family of ducks paddled close to the far shore "
+           "near the village bridge")
+PASSAGE_2 = ("Tom went to the bank on Friday afternoon to open his first savings account with the money he had "
+             "earned by mowing lawns all summer in his quiet neighborhood and felt proud walking home again")
+SENTENCES = ["Grace walked along the muddy bank of the river. | river",
+             "The ducks rested on the grassy bank near the water. | river",
+             "Tom went to the bank to open a savings account. | money",
+             "The bank pays a small amount of interest each year. | money"]
+
+
+def fit(tok, passage: str, n: int = 32, mask_word: str | None = None) -> str:
+    """The longest prefix of `passage` (whole words) that is at most `n` tokens with [CLS] and [SEP]."""
+    words = passage.split()
+    while len(tok(" ".join(words))) > n:
+        words.pop()
+    return " ".join(words)
+
+
+def quantile(xs: list[float], q: float) -> float:
+    """Linear interpolation between order statistics (numpy's default)."""
+    s = sorted(xs)
+    pos = q * (len(s) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+# ---- cases: each returns (widget, interact(i)) ---------------------------------------------------------
+
+def attention_slider(model, tok):
+    w = W.AttentionExplorer(fit(tok, PASSAGE), model=model)
+    top = w.layer.max
+
+    def step(i):
+        w.layer.value = top if i % 2 == 0 else 0
+    return w, step
+
+
+def attention_text(model, tok):
+    texts = [fit(tok, PASSAGE), fit(tok, PASSAGE_2)]
+    w = W.AttentionExplorer(texts[1], model=model, layer=1, head=1)
+
+    def step(i):
+        w.text.value = texts[i % 2]
+    return w, step
+
+
+def mask_click(model, tok):
+    text = fit(tok, PASSAGE)
+    w = W.MaskPlayground(text, model=model, mask=None)
+    a, b = w._position_of("bank"), w._position_of("dog")
+
+    def step(i):
+        w.tokens.value = a if i % 2 == 0 else b
+    return w, step
+
+
+def masking_redraw(model, tok):
+    w = W.MaskingLab(fit(tok, PASSAGE), model=model)
+    return w, lambda i: w.redraw.click()
+
+
+def embedding_text(model, tok):
+    texts = [fit(tok, PASSAGE), fit(tok, PASSAGE_2)]
+    w = W.EmbeddingSumExplorer(texts[1], "", model=model)
+
+    def step(i):
+        w.text.value = texts[i % 2]
+    return w, step
+
+
+def nsp_text(model, tok):
+    a = "Grace walked along the muddy bank of the river with her brother."
+    bs = ["Brown leaves floated past them on the slow current near the far shore.",
+          "The bank pays a small amount of interest on savings every single year."]
+    w = W.NSPExplorer(a, bs[1], model=model)
+
+    def step(i):
+        w.b.value = bs[i % 2]
+    return w, step
+
+
+def context_slider(model, tok):
+    w = W.ContextExplorer("bank", SENTENCES, model=model)
+    top = w.layer.max
+
+    def step(i):
+        w.layer.value = 0 if i % 2 == 0 else top
+    return w, step
+
+
+def context_sentences(model, tok):
+    variants = ["\n".join(SENTENCES), "\n".join(SENTENCES[:3] + ["She sat on the bank and watched the river. | river"])]
+    w = W.ContextExplorer("bank", variants[1], model=model)
+
+    def step(i):
+        w.sentences.value = variants[i % 2]
+    return w, step
+
+
+def ablation_toggle(model, tok):
+    w = W.HeadAblation(fit(tok, PASSAGE.replace(" bank ", " [MASK] ", 1)), model=model)
+    w.toggle(0, 0, off=True)                   # one head stays off, so every toggle below needs a forward pass
+    last = max(w.heads)
+
+    def step(i):
+        w.heads[last].value = i % 2 == 0
+    return w, step
+
+
+CASES = [  # (widget, interaction, build, models)
+    ("AttentionExplorer", "layer-slider", attention_slider, MODELS),
+    ("AttentionExplorer", "text", attention_text, MODELS),
+    ("MaskPlayground", "mask-click", mask_click, ("bertlab-tiny",)),
+    ("MaskingLab", "redraw", masking_redraw, MODELS),
+    ("EmbeddingSumExplorer", "text", embedding_text, MODELS),
+    ("NSPExplorer", "text-b", nsp_text, ("bertlab-tiny",)),
+    ("ContextExplorer", "layer-slider", context_slider, MODELS),
+    ("ContextExplorer", "sentences", context_sentences, MODELS),
+    ("HeadAblation", "toggle-head", ablation_toggle, MODELS),
+]
+
+
+def run_case(build, name: str, interactions: int, warmup: int) -> dict:
+    model, tok = W.load_model(name)
+    w, step = build(name, tok)
+    if w.error:
+        raise RuntimeError(f"{type(w).__name__} did not start cleanly: {w.error}")
+    for i in range(warmup):
+        step(i)
+    meter = C.CpuMeter()
+    a = meter.snapshot()
+    times = []
+    for i in range(warmup, warmup + interactions):
+        t0 = time.perf_counter()
+        step(i)
+        times.append((time.perf_counter() - t0) * 1e3)
+        if w.figure is None or w.error:
+            raise RuntimeError(f"{type(w).__name__} failed on interaction {i}: {w.error}")
+    b = meter.snapshot()
+    others, _ = meter.others(a, b)
+    tokens = _tokens(w)
+    return dict(p50_ms=round(quantile(times, 0.5), 2), p95_ms=round(quantile(times, 0.95), 2),
+                max_ms=round(max(times), 2), mean_ms=round(statistics.fmean(times), 2), tokens=tokens,
+                interactions=interactions, others_cores=round(others, 2))
+
+
+def _tokens(w) -> int | str:
+    if hasattr(w, "text"):
+        return len(w.tok(w.text.value, getattr(w, "text_pair", None) and w.text_pair.value or None))
+    if hasattr(w, "a"):
+        return len(w.tok(w.a.value, w.b.value))
+    if hasattr(w, "contexts"):
+        return "/".join(str(len(w.tok(s))) for s in w.contexts)
+    return "?"
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", default=",".join(MODELS), help="comma-separated, from minilm, bertlab-tiny")
+    p.add_argument("--widgets", default=None, help="comma-separated widget class names (default: all)")
+    p.add_argument("--interactions", type=int, default=50, help="timed interactions per case")
+    p.add_argument("--warmup", type=int, default=5, help="untimed interactions first")
+    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's own)")
+    p.add_argument("--json", default=None, metavar="FILE", help='write rows {"case", "p50_ms", "p95_ms", ...}')
+    p.add_argument("--markdown", action="store_true", help="print the table as markdown")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    models = [m for m in args.models.split(",") if m]
+    unknown = set(models) - set(MODELS)
+    if unknown:
+        sys.exit(f"--models: unknown {', '.join(sorted(unknown))}; choose from {', '.join(MODELS)}")
+    widgets = set(args.widgets.split(",")) if args.widgets else None
+    for name in models:
+        W.load_model(name)  # load once, outside the timings
+    info = C.machine_info(torch.device("cpu"))
+    C.log(C.machine_header(info))
+    rows = []
+    for widget, what, build, supported in CASES:
+        if widgets and widget not in widgets:
+            continue
+        for name in models:
+            if name not in supported:
+                continue
+            case = f"{widget}/{name}/{what}"
+            r = run_case(build, name, args.interactions, args.warmup)
+            C.log(f"{case}: p50 {r['p50_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, max {r['max_ms']:.1f} ms, "
+                  f"{r['tokens']} tokens, others used {r['others_cores']:.2f} cores")
+            rows.append(dict(case=case, **r))
+    table = [(r["case"], r["tokens"], f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}",
+              "yes" if r["p95_ms"] <= TARGET_MS else "no") for r in rows]
+    print(C.machine_header(info))
+    print(C.format_table(["case", "tokens", "p50 ms", "p95 ms", f"p95 ≤ {TARGET_MS:.0f} ms"], table,
+                         markdown=args.markdown))
+    if args.json:
+        C.write_json(args.json, rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""bertlab-tiny, the bundled home-pretrained model: it loads ready for the probes, and its card tells the truth."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+import bertlab
+from bertlab.checkpoint import ASSETS
+from bertlab.pretraining.evaluate import evaluate
+from bertlab.probe import fill_mask, next_sentence
+
+TINY = ASSETS / "bertlab-tiny"
+CORPUS = ASSETS / "corpus"
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    torch.set_num_threads(1)
+    return bertlab.load("bertlab-tiny", device="cpu")
+
+
+def test_ships_as_package_data_under_15_mb_with_a_model_card():
+    assert (TINY / "model.safetensors").stat().st_size <= 15 * 2**20
+    for name in ("config.json", "vocab.txt", "tokenizer.json", "MODEL_CARD.md", "loss_curves.png", "eval.json"):
+        assert (TINY / name).exists(), name
+    assert (TINY / "loss_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_loads_as_a_pretraining_model_with_mlm_and_nsp_heads(tiny):
+    model, tok = tiny
+    assert isinstance(model, bertlab.BertForPreTraining) and not model.training
+    assert model.config.num_hidden_layers == 2 and model.config.hidden_size == 128
+    assert tok.vocab_size == model.config.vocab_size
+
+
+def test_fill_mask_and_next_sentence_give_real_answers(tiny):
+    model, tok = tiny
+    guesses = fill_mask(model, tok, "The dog began to [MASK] at the mailman.", top_k=5).guesses[0]
+    assert len(guesses) == 5 and all(0 < g.probability <= 1 for g in guesses)
+    assert [g.probability for g in guesses] == sorted((g.probability for g in guesses), reverse=True)
+    same_topic = next_sentence(model, tok, "The kettle began to whistle on the stove.",
+                               "She poured the hot water over the tea leaves.")
+    assert 0.0 <= same_topic <= 1.0
+
+
+def test_korean_stays_in_syllables(tiny):
+    # trained with accents kept: Hangul is not decomposed into jamo, so 사랑 can be a vocabulary entry
+    _, tok = tiny
+    assert "사랑" in "".join(tok.tokenize("나는 가족을 사랑한다.")).replace("##", "")
+
+
+def test_the_cards_held_out_numbers_are_what_evaluation_measures_now(tiny):
+    model, tok = tiny
+    card = json.loads((TINY / "eval.json").read_text())
+    result = evaluate(model, tok, [str(CORPUS / "heldout")], max_len=128, seed=0)
+    assert result.pairs == card["pairs"] and result.masked_tokens == card["masked_tokens"]
+    for key in ("mlm_top1", "unigram_top1", "nsp_accuracy"):
+        assert abs(getattr(result, key) - card[key]) < 1e-9, key
+    text = (TINY / "MODEL_CARD.md").read_text()
+    assert f"{card['nsp_accuracy']:.1%}" in text and f"{card['mlm_top1']:.1%}" in text
+
+
+def test_it_beats_the_unigram_baseline_on_held_out_text(tiny):
+    card = json.loads((TINY / "eval.json").read_text())
+    assert card["mlm_top1"] > 2 * card["unigram_top1"]
+    assert card["nsp_accuracy"] > 0.5
+
+
+def test_the_card_gives_the_exact_command_and_seed():
+    text = (TINY / "MODEL_CARD.md").read_text()
+    command = re.search(r"```bash\n(.+?)\n```", text, re.S).group(1)
+    assert command.startswith("OMP_NUM_THREADS=1 bertlab pretrain bertlab/assets/corpus/train") and "--seed 0" in command
+    assert "--eval-corpus bertlab/assets/corpus/heldout" in command
+
+
+def test_held_out_documents_are_not_in_the_training_split():
+    def docs(folder: Path) -> set[str]:
+        return {d.strip() for f in folder.glob("*.txt") for d in f.read_text().split("\n\n") if d.strip()}
+
+    train, heldout = docs(CORPUS / "train"), docs(CORPUS / "heldout")
+    assert heldout and not (train & heldout)
+    assert len(train) + len(heldout) == len(docs(CORPUS / "source"))

@@ -1,0 +1,437 @@
+"""The widgets, driven from Python as a person drives them: set a value, press a button, read the result.
+
+Every check compares a widget's state after an interaction with the same thing computed by hand from the
+model (a probe or a figure function), so a widget that shows stale or wrong numbers fails.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+ipywidgets = pytest.importorskip("ipywidgets", reason="the widgets need the notebooks extra (ipywidgets)")
+pytest.importorskip("plotly", reason="the widgets draw with plotly")
+
+import plotly.io as pio  # noqa: E402
+
+import bertlab  # noqa: E402
+from bertlab import probe  # noqa: E402
+from bertlab.viz import figures as F  # noqa: E402
+from bertlab.viz import widgets as W  # noqa: E402
+
+LONG = ("The river was low after a long dry summer, and brown leaves floated past the ducks near the far "
+        "shore while the old dog barked at them from the muddy bank and the children laughed.")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)          # the test machine has 2 shared cores
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def tiny():
+    """bertlab-tiny, the bundled pre-trained model (package data: its absence is a failure, not a skip)."""
+    return bertlab.load("bertlab-tiny", device="cpu")
+
+
+@pytest.fixture(autouse=True)
+def models(request, monkeypatch):
+    """Widgets load models by name through W._LOADED: give them the session's models (loaded once)."""
+    names = request.fixturenames
+    if "tiny" in names:
+        monkeypatch.setitem(W._LOADED, "bertlab-tiny", request.getfixturevalue("tiny"))
+    if "minilm" in names:
+        monkeypatch.setitem(W._LOADED, "minilm", request.getfixturevalue("minilm"))
+
+
+def as_json(fig) -> dict:
+    return json.loads(pio.to_json(fig, validate=False))
+
+
+def no_hooks_left(model) -> bool:
+    return all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())
+
+
+def shown(out) -> dict:
+    """The plotly figure an Output area holds, as the browser receives it."""
+    assert len(out.outputs) == 1
+    return out.outputs[0]["data"]["application/vnd.plotly.v1+json"]
+
+
+def assert_message(w, *parts):
+    text = w.message.value
+    for part in parts:
+        assert part in text, (part, text)
+
+
+# ---- every widget is a displayable ipywidget -------------------------------------------------------------
+
+ALL = [W.AttentionExplorer, W.MaskPlayground, W.MaskingLab, W.EmbeddingSumExplorer, W.NSPExplorer,
+       W.ContextExplorer, W.HeadAblation]
+
+
+@pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
+def test_view_is_a_displayable_widget(cls, tiny):
+    w = cls(model="bertlab-tiny")
+    assert isinstance(w.view, ipywidgets.DOMWidget)
+    bundle = w._repr_mimebundle_()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == w.view.model_id
+    assert w.message.value == "" or "[MASK]" in w.message.value
+    assert w.figure is not None
+    assert shown(w.out)["data"] == as_json(w.figure)["data"]   # what the page gets is the figure
+
+
+def test_embeds_into_a_standalone_page(tmp_path, minilm):
+    from ipywidgets.embed import embed_minimal_html
+    w = W.AttentionExplorer("The cat sat on the mat.", model="minilm", layer=1, head=2)
+    path = tmp_path / "attention.html"
+    embed_minimal_html(path, views=[w.view], title="attention")
+    page = path.read_text()
+    assert "application/vnd.plotly.v1+json" in page and "layer 1, head 2" in page
+
+
+def test_a_model_that_cannot_load_is_a_message():
+    w = W.NSPExplorer(model="/no/such/checkpoint")
+    assert_message(w, "could not load", "/no/such/checkpoint")
+    assert w.figure is None and w.probability is None
+
+
+# ---- AttentionExplorer -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["minilm", "bertlab-tiny"])
+def test_attention_explorer_sliders_show_the_chosen_head(name, tiny, minilm):
+    model, tok = W._LOADED[name]
+    text = "The river bank was muddy after the rain."
+    w = W.AttentionExplorer(text, model=name)
+    enc = tok(text)
+    out = model.bert(**enc, output_attentions=True) if hasattr(model, "bert") else model(**enc, output_attentions=True)
+    assert torch.allclose(torch.tensor(w.figure.data[0].z), out.attentions[0][0, 0], atol=1e-6)
+    forward = w._fwd
+    L, A = model.config.num_hidden_layers, model.config.num_attention_heads
+    assert (w.layer.max, w.head.max) == (L - 1, A - 1)
+    for layer, head in [(L - 1, A - 1), (L // 2, 1), (0, A - 1)]:
+        w.layer.value, w.head.value = layer, head
+        assert torch.allclose(torch.tensor(w.figure.data[0].z), out.attentions[layer][0, head], atol=1e-6)
+        # the in-place update gives exactly the figure attention_heatmap builds from scratch
+        assert as_json(w.figure) == as_json(F.attention_heatmap(w._fwd, enc.tokens, layer, head))
+        assert shown(w.out)["data"][0]["z"] == as_json(w.figure)["data"][0]["z"]
+    assert w._fwd is forward                     # moving sliders never re-ran the model
+
+
+def test_attention_explorer_text_pair_grid_and_head_view(minilm):
+    model, tok = minilm
+    w = W.AttentionExplorer("The cat sat on the mat.", model="minilm", layer=2, head=3)
+    before = as_json(w.figure)
+    w.text_pair.value = "It was warm."
+    assert as_json(w.figure) != before, "adding sentence B must redraw the heatmap"
+    enc = tok("The cat sat on the mat.", "It was warm.")
+    assert list(w.figure.data[0].x) == [f"{t} ({i})" for i, t in enumerate(enc.tokens)]
+    assert as_json(w.figure) == as_json(F.attention_heatmap(w._fwd, enc.tokens, 2, 3))
+    out = model(**enc, output_attentions=True)
+    assert torch.allclose(torch.tensor(w.figure.data[0].z), out.attentions[2][0, 3], atol=1e-6)
+
+    # texts of a length seen before update the figure in place: it must equal a fresh one
+    fig = w.figure
+    # the same tokens in another order: the same length whatever the vocabulary
+    for a, b in [("The mat sat on the cat.", "It was warm."), ("The cat sat on the mat.", "Warm it was.")]:
+        w.text.value, w.text_pair.value = a, b
+        assert w.figure is fig
+        enc2 = tok(a, b)
+        assert as_json(w.figure) == as_json(F.attention_heatmap(w._fwd, enc2.tokens, 2, 3))
+    w.text_pair.value = "It was warm."                   # back to the text `out` was computed for
+    w.show_grid.value = True
+    L, A = model.config.num_hidden_layers, model.config.num_attention_heads
+    assert len(w.grid_figure.data) == L * A
+    assert torch.allclose(torch.tensor(w.grid_figure.data[L * A - 1].z), out.attentions[-1][0, -1], atol=1e-6)
+    w.show_grid.value = False
+    assert w.grid_out.outputs == ()
+
+    pytest.importorskip("bertviz", reason="the head view is bertviz's")
+    w.show_head_view.value = True
+    html = w.head_view_html
+    assert html and "<script" in html and "cdnjs" not in html and "require.min.js" not in html
+    assert w.head_view_out.outputs[0]["data"]["text/html"] == html
+    assert w.message.value == ""
+
+
+def test_attention_explorer_bad_input_is_a_message(minilm):
+    w = W.AttentionExplorer("fine", model="minilm")
+    w.text.value = "   "
+    assert_message(w, "empty")
+    assert w.figure is None and w.out.outputs == ()
+    w.text.value = "word " * 700
+    assert_message(w, "702 tokens", "at most 512", "shorten it")
+    w.text.value = "A short one."
+    assert w.message.value == "" and w.figure is not None
+
+
+def test_attention_explorer_switches_model(tiny, minilm):
+    w = W.AttentionExplorer("The dog barked.", model="minilm", layer=5, head=11)
+    w.model_select.value = "bertlab-tiny"
+    model, tok = tiny
+    assert (w.layer.max, w.head.max) == (model.config.num_hidden_layers - 1, model.config.num_attention_heads - 1)
+    enc = tok("The dog barked.")
+    out = model.bert(**enc, output_attentions=True)
+    assert torch.allclose(torch.tensor(w.figure.data[0].z), out.attentions[w.layer.value][0, w.head.value], atol=1e-6)
+    w2 = W.AttentionExplorer("The dog barked.", model=(model, tok))   # a (model, tokenizer) pair
+    assert w2.model_name.startswith("custom") and w2.figure is not None
+
+
+# ---- MaskPlayground -------------------------------------------------------------------------------------
+
+def test_mask_playground_matches_fill_mask(tiny):
+    model, tok = tiny
+    text = "Grace walked along the muddy bank of the river with her old dog."
+    w = W.MaskPlayground(text, model="bertlab-tiny", top_k=5)
+    for word in ["bank", "dog", "river"]:
+        w.mask(word)
+        expected = probe.fill_mask(model, tok, text.replace(word, "[MASK]", 1), top_k=5, by_layer=True)
+        assert w.masked == expected.mask_positions[0] and w.result.tokens == expected.tokens
+        assert [t for t, _ in w.predictions] == [g.token for g in expected.guesses[0]]
+        assert torch.allclose(torch.tensor([p for _, p in w.predictions]),
+                              torch.tensor([g.probability for g in expected.guesses[0]]), atol=1e-5)
+        for mine, theirs in zip(w.result.by_layer, expected.by_layer):
+            assert [g.token for g in mine[0]] == [g.token for g in theirs[0]]
+        fresh = as_json(F.fill_mask_figure(expected))
+        assert [b["y"] for b in as_json(w.figure)["data"]] == [b["y"] for b in fresh["data"]]
+        assert len(w.layers_figure.data[0].z) == model.config.num_hidden_layers
+    # clicking a token button is the same as mask(i)
+    before = w.predictions
+    w.tokens.value = 2
+    assert w.masked == 2 and w.result.tokens[2] == "[MASK]" and w.predictions != before
+
+
+def test_mask_playground_bad_input(tiny):
+    w = W.MaskPlayground("The dog barked.", model="bertlab-tiny", mask=None)
+    assert w.figure is None and "click a token" in w.message.value
+    w.mask("dog")
+    assert w.predictions and w.layers_out.outputs
+    w.mask("cat")
+    assert_message(w, "'cat' is not one of the text's tokens")
+    assert w.predictions is None and w.figure is None and w.layers_out.outputs == ()
+    w.mask(0)
+    assert_message(w, "position 0 cannot be masked")
+    w.text.value = ""
+    assert_message(w, "empty")
+    w.text.value = "the " * 200
+    assert_message(w, "202 tokens", "at most 128")
+    w.text.value = "The dog barked loudly."
+    w.mask("dog")
+    assert w.message.value == "" and w.predictions
+
+
+def test_mask_playground_offers_bertlab_tiny_for_minilm(tiny, minilm):
+    w = W.MaskPlayground(model="minilm")
+    assert_message(w, "MiniLM has no masked-LM head", "switch to bertlab-tiny")
+    assert w.figure is None and w.switch.layout.display != "none"
+    w.switch.click()
+    assert w.model_name == "bertlab-tiny" and w.predictions and w.switch.layout.display == "none"
+
+
+# ---- MaskingLab -----------------------------------------------------------------------------------------
+
+def test_masking_lab_counts_converge_on_the_rates(tiny):
+    model, tok = tiny
+    w = W.MaskingLab(LONG, model="bertlab-tiny", seed=0)
+    assert w.counts["draws"] == 1
+    first = as_json(w.figure)
+    w.redraw.click()
+    assert w.counts["draws"] == 2 and as_json(w.figure) != first
+    w.draw100.click()
+    w.draw(98)
+    c, r = w.counts, w.rates
+    n = sum(t not in (tok.cls_id, tok.sep_id) for t in tok(LONG).input_ids)
+    assert c["draws"] == 200 and c["candidates"] == 200 * n
+    assert c["chosen"] == c["mask"] + c["random"] + c["kept"]
+    assert abs(r["chosen"] - 0.15) < 0.02
+    assert abs(r["mask"] - 0.8) < 0.04 and abs(r["random"] - 0.1) < 0.03 and abs(r["kept"] - 0.1) < 0.03
+    # the figure is the last draw: its title counts what mask_tokens did to that copy
+    chosen = int((w.labels != -100).sum())
+    assert w.figure.layout.title.text.startswith(f"{chosen} of {n + 2} tokens chosen")
+    assert "200 draws" in w.stats.value
+
+    w.mode.value = "bert"                                  # a setting change restarts the counts
+    w.draw(9)
+    assert w.counts["draws"] == 10 and w.counts["chosen"] == 10 * round(0.15 * n)
+    w.text.value = "short text here"
+    assert w.counts["draws"] == 1
+
+
+def test_masking_lab_bad_input(minilm):
+    w = W.MaskingLab("", model="minilm")
+    assert_message(w, "empty")
+    w.redraw.click()
+    assert_message(w, "empty")
+    assert w.figure is None and w.counts["draws"] == 0
+    w.text.value = "Now it works."
+    assert w.message.value == "" and w.counts["draws"] == 1
+
+
+# ---- EmbeddingSumExplorer -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["minilm", "bertlab-tiny"])
+def test_embedding_sum_explorer(name, tiny, minilm):
+    model, tok = W._LOADED[name]
+    w = W.EmbeddingSumExplorer("The cat sat.", "It was warm.", model=name)
+    enc = tok("The cat sat.", "It was warm.")
+    bert = probe._encoder(model)
+    expected = F.embedding_sum(bert(**enc), enc.tokens)
+    assert as_json(w.figure) == as_json(expected)
+    before = as_json(w.figure)
+    w.text_pair.value = ""
+    assert as_json(w.figure) != before
+    assert as_json(w.figure) == as_json(F.embedding_sum(bert(**tok("The cat sat.")), tok("The cat sat.").tokens))
+    # a new text of a length seen before is drawn by updating the figure in place: still the same figure
+    fig = w.figure
+    # the same tokens in another order: the same length whatever the vocabulary
+    for a, b in [("Sat the cat.", "It was warm."), ("The cat sat.", "Warm it was."), ("Cat the sat.", "")]:
+        w.text.value, w.text_pair.value = a, b
+        assert w.figure is fig
+        enc = tok(a, b or None)
+        assert as_json(w.figure) == as_json(F.embedding_sum(bert(**enc), enc.tokens))
+    w.show_positions.value = True
+    P = bert.config.max_position_embeddings
+    weight = bert.embeddings.position_embeddings.weight
+    assert as_json(w.positions_figure) == as_json(F.position_similarity(weight, n=min(P, 128)))
+    w.text.value = ""
+    assert_message(w, "empty")
+
+
+# ---- NSPExplorer ----------------------------------------------------------------------------------------
+
+def test_nsp_explorer_matches_next_sentence(tiny):
+    model, tok = tiny
+    a, b = "Grace walked along the muddy bank with her brother.", "Brown leaves floated past them."
+    w = W.NSPExplorer(a, b, model="bertlab-tiny")
+    assert w.probability == probe.next_sentence(model, tok, a, b)
+    assert w.figure.data[0].x[0] == pytest.approx(w.probability)
+    w.b.value = "The bank pays a small amount of interest each year."
+    assert w.probability == probe.next_sentence(model, tok, a, w.b.value)
+    w.swap.click()
+    assert (w.a.value, w.b.value) == ("The bank pays a small amount of interest each year.", a)
+    assert w.probability == probe.next_sentence(model, tok, w.a.value, a)
+    w.b.value = " "
+    assert_message(w, "sentence B is empty")
+    assert w.probability is None and w.figure is None
+    w.b.value = "the " * 200
+    assert_message(w, "at most 128")
+
+
+def test_nsp_explorer_offers_bertlab_tiny_for_minilm(tiny, minilm):
+    w = W.NSPExplorer(model="minilm")
+    assert_message(w, "MiniLM has no next-sentence head", "switch to bertlab-tiny")
+    assert w.probability is None
+    w.switch.click()
+    assert w.model_name == "bertlab-tiny" and 0 < w.probability < 1 and w.message.value == ""
+
+
+# ---- ContextExplorer ------------------------------------------------------------------------------------
+
+SENTENCES = ["Grace walked along the muddy bank of the river. | river",
+             "Tom went to the bank to open a savings account. | money",
+             "The bank pays a small amount of interest each year. | money"]
+
+
+@pytest.mark.parametrize("name", ["minilm", "bertlab-tiny"])
+def test_context_explorer_layers(name, tiny, minilm):
+    model, tok = W._LOADED[name]
+    texts = [s.split(" | ")[0] for s in SENTENCES]
+    w = W.ContextExplorer("bank", SENTENCES, model=name)
+    L = model.config.num_hidden_layers
+    assert w.layer.max == L and w.layer.value == L and w.senses == ["river", "money", "money"]
+    vectors = w.vectors
+    for layer in [0, 1, L]:
+        w.layer.value = layer
+        expected = probe.cosine_distances(probe.word_vectors(model, tok, texts, "bank", layer=layer))
+        assert torch.allclose(torch.tensor(w.figure.data[0].z), expected, atol=1e-5)
+        assert as_json(w.figure) == as_json(F.cosine_matrix(w.distances, texts, word="bank", layer=layer))
+    assert w.vectors is vectors                    # the slider reuses the vectors
+    w.show.value = "drift by layer"
+    assert len(w.figure.data) == 2 and len(w.figure.data[0].y) == L + 1
+    w.show.value = "projection 2-D"
+    assert [t.name for t in w.figure.data] == ["river", "money"]
+    assert as_json(w.figure) == as_json(F.projection_2d(w.vectors, texts, w.senses, word="bank", layer=L))
+
+
+def test_context_explorer_bad_input(minilm):
+    w = W.ContextExplorer("bank", SENTENCES, model="minilm")
+    w.sentences.value = w.sentences.value + "\nThe banks were closed on Sunday."
+    assert_message(w, "'bank' is not a word of sentence 4", "The banks were closed on Sunday.")
+    assert w.figure is None
+    w.word.value = ""
+    assert_message(w, "word is empty")
+    w.word.value = "bank"
+    w.sentences.value = ""
+    assert_message(w, "no sentences")
+    w.sentences.value = "a river bank " * 200
+    assert_message(w, "sentence 1 is", "at most 512")
+    w.sentences.value = "\n".join(SENTENCES)
+    assert w.message.value == "" and w.figure is not None
+
+
+# ---- HeadAblation ---------------------------------------------------------------------------------------
+
+def test_head_ablation_changes_predictions_and_restores_them(tiny):
+    model, tok = tiny
+    text = "Tom went to the [MASK] to open a savings account."
+    w = W.HeadAblation(text, model="bertlab-tiny")
+    original = w.predictions
+    expected = probe.fill_mask(model, tok, text, top_k=5)
+    assert [t for t, _ in original] == [g.token for g in expected.guesses[0]]
+    assert w.baseline == original and w.ablated == set()
+
+    importance = probe.head_importance(model, tok, text)
+    flat = int(importance.scores.argmax())
+    top = divmod(flat, model.config.num_attention_heads)
+    w.toggle(*top)
+    assert w.ablated == {top} and w.heads[top].button_style == "danger"
+    assert w.predictions != original and w.baseline == original
+    with probe.ablate(model, [top]):
+        by_hand = probe.fill_mask(model, tok, text, top_k=5)
+    assert [t for t, _ in w.predictions] == [g.token for g in by_hand.guesses[0]]
+    assert no_hooks_left(model)
+
+    w.toggle(*top)
+    assert w.ablated == set() and w.predictions == original
+    w.rank.click()
+    assert torch.equal(w.importance.scores, importance.scores)
+    assert w.importance_figure is not None
+    w.set_ablated(list(w.heads))                          # every head off at once
+    assert len(w.ablated) == len(w.heads) and w.predictions != original
+    w.all_on.click()
+    assert w.predictions == original
+    assert no_hooks_left(model)
+
+
+def test_head_ablation_with_minilm_measures_the_output(tiny, minilm):
+    model, tok = minilm
+    w = W.HeadAblation("The river bank was muddy.", model="minilm")
+    assert_message(w, "MiniLM has no masked-LM head", "switch to bertlab-tiny")
+    assert w.predictions is None and float(w.change.abs().max()) == 0.0
+    assert len(w.heads) == model.config.num_hidden_layers * model.config.num_attention_heads
+    w.heads[(0, 3)].value = True
+    assert float(w.change.max()) > 0
+    assert no_hooks_left(model)
+    w.heads[(0, 3)].value = False
+    assert float(w.change.abs().max()) == 0.0
+    w.switch.click()
+    assert w.model_name == "bertlab-tiny" and len(w.heads) == 4 and w.change is not None   # no [MASK]: output change
+    assert "no [MASK] in the text" in w.message.value
+
+
+def test_head_ablation_bad_input(tiny):
+    w = W.HeadAblation(model="bertlab-tiny")
+    w.text.value = ""
+    assert_message(w, "empty")
+    w.toggle(9, 9)
+    assert_message(w, "head (9, 9) does not exist")
+    w.text.value = "the " * 200
+    assert_message(w, "at most 128")
+    w.rank.click()
+    assert_message(w, "at most 128")
+    assert no_hooks_left(tiny[0])
