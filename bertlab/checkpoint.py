@@ -131,7 +131,9 @@ def load_weights(model, sd: dict[str, torch.Tensor], allow_new_head: bool = Fals
     unexpected = [k for k in sd if k not in own]
     if allow_new_head:
         new = [k for k in missing if not k.startswith("bert.")]
-        dropped = [k for k in unexpected if not k.startswith("bert.")]
+        # other heads' weights, and the pooler when the new head has none (taggers and span heads read
+        # every token, not the pooled [CLS])
+        dropped = [k for k in unexpected if not k.startswith("bert.") or k.startswith("bert.pooler.")]
         missing = [k for k in missing if k not in new]
         unexpected = [k for k in unexpected if k not in dropped]
         if new:

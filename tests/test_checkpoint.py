@@ -15,7 +15,7 @@ import bertlab
 from bertlab import (Bert, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
                      BertForSequenceClassification, BertForTokenClassification)
 
-from conftest import make_batch, randomize_
+from testkit import make_batch, randomize_
 
 TEXTS = ["The river bank was muddy after the storm.",
          "Hello!",
@@ -526,3 +526,13 @@ def test_unknown_save_format_is_refused(reference, odd_tokenizer, tmp_path):
     model, _, _ = reference
     with pytest.raises(ValueError, match='format must be "bertlab" or "huggingface"'):
         bertlab.save(model, odd_tokenizer, tmp_path, format="onnx")
+
+
+@pytest.mark.parametrize("head", [bertlab.BertForTokenClassification, bertlab.BertForQuestionAnswering])
+def test_a_fresh_head_without_a_pooler_goes_on_a_pretrained_encoder(head):
+    # taggers and span heads have no pooler: the checkpoint's pooler is left out, every encoder weight loads
+    model, tok = bertlab.load("bertlab-tiny", device="cpu", model_class=head)
+    reference, _ = bertlab.load("bertlab-tiny", device="cpu")
+    assert isinstance(model, head) and model.bert.pooler is None
+    for name, p in model.bert.state_dict().items():
+        assert torch.equal(p, reference.bert.state_dict()[name]), name

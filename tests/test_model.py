@@ -14,7 +14,7 @@ from bertlab import Bert, BertConfig, BertForPreTraining
 from bertlab.model import default_device
 from bertlab.model.bert import additive_mask
 
-from conftest import ODD, make_batch, randomize_
+from testkit import ODD, make_batch, randomize_
 
 ATOL = 1e-5
 
