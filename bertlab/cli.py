@@ -2,8 +2,11 @@
 
     bertlab pretrain CORPUS [CORPUS ...] --out DIR [--preset tiny] [--steps N] ...
     bertlab pretrain --out DIR --resume [--steps N]
+    bertlab lab [DIR] [--no-browser] [--port N]
 
 Flags mirror `PretrainArgs` one to one, so the command and `bertlab.pretrain(...)` cannot drift apart.
+`bertlab lab` copies the notebooks shipped in the package into DIR (never over the reader's own) and opens
+JupyterLab there (bertlab/lab.py).
 """
 
 from __future__ import annotations
@@ -73,10 +76,26 @@ def _add_pretrain(sub) -> argparse.ArgumentParser:
     return p
 
 
+def _add_lab(sub) -> argparse.ArgumentParser:
+    from .lab import DEFAULT_DIR
+
+    p = sub.add_parser("lab", help="copy the notebooks into a folder and open JupyterLab there",
+                       description="Copy bertlab's notebooks into DIR and open JupyterLab on them. A notebook "
+                                   "already in DIR is never overwritten: if this bertlab's version differs, it "
+                                   "is written beside yours as NAME.new.ipynb. Needs the notebook extras: "
+                                   "pip install 'bertlab[notebooks]'.")
+    p.add_argument("dir", nargs="?", default=DEFAULT_DIR, metavar="DIR",
+                   help=f"folder for the notebooks (default: ./{DEFAULT_DIR})")
+    p.add_argument("--no-browser", action="store_true", help="start JupyterLab without opening a browser")
+    p.add_argument("--port", type=int, default=None, help="JupyterLab's port (default: JupyterLab's, 8888)")
+    return p
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="bertlab", description="bertlab: a compact, inspectable BERT")
     sub = parser.add_subparsers(dest="command", required=True)
     pretrain_parser = _add_pretrain(sub)
+    _add_lab(sub)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
@@ -99,6 +118,10 @@ def main(argv=None) -> int:
             print(f"bertlab pretrain: error: {e}", file=sys.stderr)
             return 2
         return 130 if LAST_RUN.get("interrupted") else 0
+    if args.command == "lab":
+        from .lab import main as lab_main
+
+        return lab_main(args.dir, no_browser=args.no_browser, port=args.port)
     return 0
 
 
