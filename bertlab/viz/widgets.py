@@ -319,8 +319,8 @@ class AttentionExplorer(Widget):
                                 layout=WIDE)
         self.layer = W.IntSlider(value=0, min=0, max=0, description="layer")
         self.head = W.IntSlider(value=0, min=0, max=0, description="head")
-        self.show_grid = W.ToggleButton(value=False, description="all heads (grid)", icon="th")
-        self.show_head_view = W.ToggleButton(value=False, description="head view (bertviz)", icon="eye")
+        self.show_grid = W.ToggleButton(value=False, description="all heads (grid)", icon="th", layout=W.Layout(width="auto"))
+        self.show_head_view = W.ToggleButton(value=False, description="head view (bertviz)", icon="eye", layout=W.Layout(width="auto"))
         self.grid_out, self.head_view_out = W.Output(), W.Output()
         self.grid_figure: go.Figure | None = None
         self.head_view_html: str | None = None
@@ -593,7 +593,7 @@ class MaskingLab(Widget):
         self.mode = W.ToggleButtons(options=[("dynamic (each token 15 %)", "dynamic"),
                                              ("bert (exactly 15 % per text)", "bert")], value="dynamic",
                                     description="choose", style=dict(button_width="auto"))
-        self.whole_word = W.Checkbox(value=False, description="whole-word masking")
+        self.whole_word = W.Checkbox(value=False, description="whole-word masking", indent=False, layout=W.Layout(width="auto"))
         self.redraw = W.Button(description="re-draw", icon="refresh", button_style="primary")
         self.draw100 = W.Button(description="draw 100", icon="forward")
         self.reset_button = W.Button(description="reset counts")
@@ -692,7 +692,7 @@ class EmbeddingSumExplorer(Widget):
         self.text = W.Text(value=text, description="text A", layout=WIDE)
         self.text_pair = W.Text(value=text_pair, description="text B", placeholder="optional second sentence",
                                 layout=WIDE)
-        self.show_positions = W.ToggleButton(value=False, description="position similarity", icon="th")
+        self.show_positions = W.ToggleButton(value=False, description="position similarity", icon="th", layout=W.Layout(width="auto"))
         self.positions_out = W.Output()
         self.positions_figure: go.Figure | None = None
         self.parts = None
