@@ -36,6 +36,10 @@ HELP = {
     "lowercase": "lowercase text when training a tokenizer",
     "strip_accents": "strip accents when training a tokenizer (default: with --lowercase; "
                      "--no-strip-accents keeps Hangul syllables whole)",
+    "layers": "override the preset's number of layers",
+    "hidden": "override the preset's hidden size (the feed-forward size follows at 4x unless --intermediate)",
+    "heads": "override the preset's number of attention heads (must divide the hidden size; default with --hidden: hidden / 64)",
+    "intermediate": "override the preset's feed-forward size",
     "hidden_dropout": "override the preset's hidden dropout (0.1)",
     "attention_dropout": "override the preset's attention dropout (0.1)",
     "max_position_embeddings": "learned positions (default: --max-len)",

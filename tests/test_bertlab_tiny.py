@@ -85,3 +85,16 @@ def test_held_out_documents_are_not_in_the_training_split():
     train, heldout = docs(CORPUS / "train"), docs(CORPUS / "heldout")
     assert heldout and not (train & heldout)
     assert len(train) + len(heldout) == len(docs(CORPUS / "source"))
+
+
+def test_the_card_lists_every_run_the_settings_were_chosen_from_with_the_shipped_one_marked():
+    # the settings were picked on the held-out set, so the card shows every run it was picked from
+    sweep = json.loads((TINY / "sweep.json").read_text())
+    card = json.loads((TINY / "eval.json").read_text())
+    shipped = [r for r in sweep if r["shipped"]]
+    assert len(sweep) >= 2 and len(shipped) == 1
+    assert shipped[0]["nsp_accuracy"] == card["nsp_accuracy"] and shipped[0]["mlm_top1"] == card["mlm_top1"]
+    assert shipped[0]["nsp_accuracy"] == max(r["nsp_accuracy"] for r in sweep)
+    text = (TINY / "MODEL_CARD.md").read_text()
+    for r in sweep:
+        assert f"| {r['run']}" in text and f"{r['nsp_accuracy']:.1%}" in text

@@ -280,6 +280,8 @@ BAD = {
     "batch not divisible": (None, {"batch_size": 6, "grad_accum": 4}, ValueError, "multiple of grad_accum 4"),
     "nothing to resume": (None, {"resume": True}, FileNotFoundError, "nothing to resume"),
     "unknown option": (None, {"stpes": 10}, ValueError, "unknown pretrain option.*stpes"),
+    "heads not dividing hidden": (None, {"hidden": 96, "heads": 5}, ValueError, "hidden_size 96 is not divisible"),
+    "zero layers": (None, {"layers": 0}, ValueError, "layers must be at least 1"),
 }
 
 
@@ -299,6 +301,17 @@ def test_resume_refuses_options_it_would_ignore(corpus, run_a):
     with pytest.raises(ValueError, match="lr"):
         pretrain(corpus, run_a, resume=True, lr=1.0)   # silently training on with the old lr would mislead
     assert sorted(metrics(run_a)) == list(range(1, 9))
+
+
+def test_size_flags_override_the_preset_and_a_new_width_brings_64_dim_heads_and_a_4x_ffn(corpus, tmp_path):
+    model, _ = pretrain(corpus, tmp_path / "a", **{**TINY, "steps": 1, "layers": 3, "hidden": 192})
+    c = model.config
+    assert (c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.intermediate_size) == (3, 192, 3, 768)
+    assert len(model.bert.encoder.layer) == 3
+    model, _ = pretrain(corpus, tmp_path / "b", **{**TINY, "steps": 1, "heads": 4, "intermediate": 300})
+    c = model.config
+    assert (c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.intermediate_size) == (2, 128, 4, 300)
+    assert bertlab.load(tmp_path / "b", device="cpu")[0].config.num_attention_heads == 4
 
 
 # ---- the pieces ----------------------------------------------------------------------------------

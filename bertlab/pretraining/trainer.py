@@ -72,6 +72,10 @@ class PretrainArgs:
     vocab_size: int = 8000          # when training a tokenizer
     lowercase: bool = True
     strip_accents: bool | None = None  # None: with lowercase (as BERT-uncased); False keeps Hangul syllables whole
+    layers: int | None = None       # override the preset's size: num_hidden_layers …
+    hidden: int | None = None       # … hidden_size …
+    heads: int | None = None        # … num_attention_heads (default with --hidden: hidden / 64) …
+    intermediate: int | None = None  # … and intermediate_size (default with --hidden: 4 × hidden)
     hidden_dropout: float | None = None    # override the preset's 0.1
     attention_dropout: float | None = None
     max_position_embeddings: int | None = None  # default: max_len (positions past it would never be trained)
@@ -203,7 +207,21 @@ def _check_args(a: PretrainArgs) -> None:
         raise ValueError(f"lr must be positive, got {a.lr}")
     if a.keep_checkpoints < 1 or a.save_every < 1 or a.log_every < 1:
         raise ValueError("keep_checkpoints, save_every and log_every must each be at least 1")
-    BertConfig.preset(a.preset)  # raises for an unknown preset
+    for name in ("layers", "hidden", "heads", "intermediate"):
+        if getattr(a, name) is not None and getattr(a, name) < 1:
+            raise ValueError(f"{name} must be at least 1, got {getattr(a, name)}")
+    BertConfig.preset(a.preset, **_size_overrides(a))  # raises for an unknown preset or a size that cannot work
+
+
+def _size_overrides(a: PretrainArgs) -> dict:
+    """--layers/--hidden/--heads/--intermediate as BertConfig fields.
+
+    A new hidden width brings what every preset has at that width: heads of 64 dimensions and a 4× FFN.
+    """
+    sizes = dict(num_hidden_layers=a.layers, hidden_size=a.hidden,
+                 num_attention_heads=a.heads or (a.hidden and max(1, a.hidden // 64)),
+                 intermediate_size=a.intermediate or (a.hidden and 4 * a.hidden))
+    return {k: v for k, v in sizes.items() if v is not None}
 
 
 class _Run:
@@ -264,6 +282,7 @@ class _Run:
         a = self.args
         overrides = dict(vocab_size=self.tokenizer.vocab_size, pad_token_id=self.tokenizer.pad_id,
                          max_position_embeddings=a.max_position_embeddings or a.max_len)
+        overrides.update(_size_overrides(a))
         if a.hidden_dropout is not None:
             overrides["hidden_dropout_prob"] = a.hidden_dropout
         if a.attention_dropout is not None:

@@ -456,7 +456,9 @@ class MaskPlayground(Widget):
         self._enc = None
         self._initial_mask = mask
         self.view = W.VBox([_controls_row(self.model_select, self.switch), self.text, self.tokens,
-                            self.top_k, self.message, W.HBox([self.out, self.layers_out])])
+                            self.top_k, self.message,
+                            # side by side where there is room, the per-layer figure below where there is not
+                            W.HBox([self.out, self.layers_out], layout=W.Layout(flex_flow="row wrap"))])
         self._watch(self.text, handler=self._new_text)
         self._watch(self.tokens, self.top_k)
         self._run(self._new_text)
