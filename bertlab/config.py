@@ -51,7 +51,8 @@ class BertConfig:
             raise ValueError(
                 f"hidden_size {self.hidden_size} is not divisible by num_attention_heads "
                 f"{self.num_attention_heads}: each head gets hidden_size / heads dimensions, "
-                f"so pick e.g. {self.hidden_size // 64 or 1} heads"
+                f"so pick a divisor of {self.hidden_size}, e.g. {_heads_for(self.hidden_size)} "
+                "(the nearest to BERT's 64 dimensions per head)"
             )
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             p = getattr(self, name)
@@ -104,3 +105,8 @@ class BertConfig:
         except json.JSONDecodeError as e:
             raise ValueError(f"{path} is not valid JSON ({e})") from None
         return cls.from_dict(d)
+
+
+def _heads_for(hidden_size: int) -> int:
+    """The divisor of hidden_size closest to hidden_size / 64: the head count BERT's sizes would use."""
+    return min((d for d in range(1, hidden_size + 1) if hidden_size % d == 0), key=lambda d: (abs(d - hidden_size / 64), -d))

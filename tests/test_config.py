@@ -57,6 +57,11 @@ def test_hidden_not_divisible_by_heads_names_both_numbers():
         BertConfig(hidden_size=100, num_attention_heads=12)
     with pytest.raises(ValueError, match=r"\b130\b.*\b4\b"):
         BertConfig.preset("tiny", hidden_size=130, num_attention_heads=4, intermediate_size=520)
+    # and suggests the head count BERT's own sizes would use: a divisor near 64 dimensions per head
+    with pytest.raises(ValueError, match=r"pick a divisor of 768, e\.g\. 12 "):
+        BertConfig(hidden_size=768, num_attention_heads=5)
+    with pytest.raises(ValueError, match=r"pick a divisor of 100, e\.g\. 2 "):
+        BertConfig(hidden_size=100, num_attention_heads=12)
 
 
 @pytest.mark.parametrize("field", ["hidden_dropout_prob", "attention_probs_dropout_prob"])

@@ -300,6 +300,8 @@ def test_resume_refuses_options_it_would_ignore(corpus, run_a):
         pretrain(corpus, run_a, resume=True, stpes=10)
     with pytest.raises(ValueError, match="lr"):
         pretrain(corpus, run_a, resume=True, lr=1.0)   # silently training on with the old lr would mislead
+    with pytest.raises(ValueError, match="layers=3"):
+        pretrain(corpus, run_a, resume=True, layers=3)  # the saved weights have the saved shape
     assert sorted(metrics(run_a)) == list(range(1, 9))
 
 
