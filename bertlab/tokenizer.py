@@ -28,7 +28,9 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import operator
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -189,9 +191,13 @@ def _lowercases(state: dict[str, Any] | None) -> bool:
 
 def _read_vocab_txt(path: Path) -> dict[str, int]:
     """Read vocab.txt the way transformers does: line i is the token with id i."""
-    with open(path, encoding="utf-8") as f:
-        # rstrip("\n") only: a token may legitimately end in other whitespace.
-        return {line.rstrip("\n"): i for i, line in enumerate(f)}
+    try:
+        with open(path, encoding="utf-8") as f:
+            # rstrip("\n") only: a token may legitimately end in other whitespace.
+            return {line.rstrip("\n"): i for i, line in enumerate(f)}
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path} is not UTF-8 text (byte {err.object[err.start]:#04x} at offset {err.start}); "
+                         "a vocab.txt is UTF-8, so convert it, e.g. iconv -f latin1 -t utf-8") from None
 
 
 def _iter_training_texts(items: Iterable[Any]) -> Iterator[str]:
@@ -207,7 +213,7 @@ def _iter_training_texts(items: Iterable[Any]) -> Iterator[str]:
             with open(path, encoding="utf-8") as f:
                 yield from f
         elif isinstance(item, str):
-            yield item
+            yield _replace_surrogates(item, f"training text {i}")
         else:
             raise ValueError(
                 f"training item {i} must be a str (text) or an os.PathLike (file), got {type(item).__name__}"
@@ -235,6 +241,17 @@ def _count_words(backend: tokenizers.Tokenizer, texts: Iterable[str], chunk: int
     if block:
         add(block)
     return counts
+
+
+#: Characters every trained vocabulary holds (after normalisation): printable ASCII, the Latin-1 letters,
+#: and the typographic marks of everyday English (curly quotes, dashes, ellipsis, currency, degrees).
+BASE_ALPHABET = ("".join(map(chr, range(0x21, 0x7F))) + "".join(chr(c) for c in range(0xC0, 0x100) if chr(c).isalpha())
+                 + "‘’“”–—…€£¥¢°±×÷§¶©®™•")
+
+
+def _base_alphabet(normalizer) -> set[str]:
+    """BASE_ALPHABET as this normaliser leaves it: lowercased, accents stripped (é → e) if it does that."""
+    return {c for char in BASE_ALPHABET for c in normalizer.normalize_str(char) if not c.isspace()}
 
 
 def _repeat_words(word_counts: Counter[str], most: int = 1000) -> Iterator[str]:
@@ -335,10 +352,19 @@ class Tokenizer:
         for word, count in word_counts.items():
             for char in word:
                 char_counts[char] += count
-        # Keep the limit_alphabet most frequent characters; ties go to the smaller code point.
-        alphabet = sorted(char_counts, key=lambda c: (-char_counts[c], c))[:limit_alphabet]
+        # The base alphabet (printable ASCII and Latin-1 letters, as the normaliser leaves them) is always in,
+        # alone and as "##x", so no ordinary text meets [UNK] for a character the corpus happened to lack
+        # ("1969" in a corpus without a 6, "€5"). On top of it, the limit_alphabet most frequent characters
+        # of the corpus; ties go to the smaller code point.
+        base = _base_alphabet(bert.normalizer)
+        frequent = sorted(char_counts, key=lambda c: (-char_counts[c], c))[:limit_alphabet]
+        alphabet = sorted(base | set(frequent))
         kept = set(alphabet)
-        continuing = sorted({"##" + c for word in word_counts for c in word[1:] if c in kept})
+        continuing = sorted({"##" + c for c in base} | {"##" + c for word in word_counts for c in word[1:] if c in kept})
+        if vocab_size < len(SPECIAL_TOKENS) + len(alphabet) + len(continuing):
+            logger.warning("vocab_size %d leaves no room for merged pieces: the alphabet alone takes %d tokens "
+                           "(characters and their ## forms); ask for a larger vocabulary", vocab_size,
+                           len(SPECIAL_TOKENS) + len(alphabet) + len(continuing))
         trainer = trainers.WordPieceTrainer(
             vocab_size=vocab_size,
             min_frequency=min_frequency,
@@ -362,13 +388,16 @@ class Tokenizer:
         return cls(bert, lowercase=lowercase)
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str], lowercase: bool | None = None) -> Tokenizer:
+    def from_file(cls, path: str | os.PathLike[str], lowercase: bool | None = None,
+                  max_position_embeddings: int | None = None) -> Tokenizer:
         """Load a BERT tokenizer from ``vocab.txt``, ``tokenizer.json``, or a directory holding either.
 
         A directory's ``tokenizer.json`` wins over its ``vocab.txt``, since it
         records the whole pipeline. For a bare ``vocab.txt``, ``lowercase``
         defaults to ``do_lower_case`` from a ``tokenizer_config.json`` beside it,
-        else True (most published BERT vocabularies are uncased).
+        else True (most published BERT vocabularies are uncased). Loading for a
+        model, pass its ``max_position_embeddings``: ``model_max_length`` is
+        capped at it (a file may say 512 beside a model of 128 positions).
         """
         path = Path(path)
         if path.is_dir():
@@ -408,15 +437,19 @@ class Tokenizer:
             if not missing:
                 backend.post_processor = _bert_post_processor(vocab["[CLS]"], vocab["[SEP]"])
         logger.info("loaded tokenizer from %s", path)
-        return cls(backend, lowercase=lowercase, model_max_length=model_max_length)
+        return cls(backend, lowercase=lowercase,
+                   model_max_length=_capped(model_max_length, max_position_embeddings))
 
-    def save(self, directory: str | os.PathLike[str]) -> None:
+    def save(self, directory: str | os.PathLike[str], max_position_embeddings: int | None = None) -> None:
         """Write ``tokenizer.json``, ``vocab.txt`` and ``tokenizer_config.json`` into ``directory``.
 
         transformers' ``AutoTokenizer.from_pretrained(directory)`` loads the
         result. It rebuilds the normalizer from the config's ``do_lower_case``
-        and ``strip_accents``, so both are written.
+        and ``strip_accents``, so both are written. Saving beside a model, pass
+        its ``max_position_embeddings``: the recorded ``model_max_length`` is
+        capped at it, so ``max_length=tok.model_max_length`` always fits the model.
         """
+        model_max_length = _capped(self.model_max_length, max_position_embeddings)
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         self.backend.save(str(directory / "tokenizer.json"))
@@ -434,7 +467,7 @@ class Tokenizer:
             "do_lower_case": self.lowercase,
             "strip_accents": state.get("strip_accents"),
             "tokenize_chinese_chars": state.get("handle_chinese_chars", True),
-            "model_max_length": self.model_max_length,
+            "model_max_length": model_max_length,
             "unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
             "mask_token": "[MASK]",
         }
@@ -464,9 +497,9 @@ class Tokenizer:
         return self._encode(text, text_pair or None, max_length, truncation)
 
     def _encode(self, text: str, text_pair: str | None, max_length: int | None, truncation: bool | str) -> Encoding:
-        _check_text(text, "text")
+        text = _check_text(text, "text")
         if text_pair is not None:
-            _check_text(text_pair, "text_pair")
+            text_pair = _check_text(text_pair, "text_pair")
         strategy = _truncation_strategy(truncation)
         if max_length is not None:
             n_special = self.backend.num_special_tokens_to_add(is_pair=text_pair is not None)
@@ -561,22 +594,29 @@ class Tokenizer:
 
     def tokenize(self, text: str) -> list[str]:
         """The WordPiece pieces of ``text``, without [CLS]/[SEP]."""
-        _check_text(text, "text")
+        text = _check_text(text, "text")
         return list(self.backend.encode(text, add_special_tokens=False).tokens)
 
     def decode(self, ids: Sequence[int] | torch.Tensor, skip_special_tokens: bool = True) -> str:
         """Turn ids back into text: ``##`` pieces are glued to the piece before them.
 
         Lowercasing and accent stripping cannot be undone, so the result is the
-        normalized text, not the original.
+        normalized text, not the original. One id alone (an int) is decoded too, as in transformers.
         """
         if isinstance(ids, torch.Tensor):
-            if ids.dim() != 1:
+            if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+                raise ValueError(f"decode takes integer token ids, got a tensor of dtype {ids.dtype}: "
+                                 "pass ids (e.g. logits.argmax(-1)), not scores or probabilities")
+            if ids.dim() > 1:
                 raise ValueError(
                     f"decode takes one sequence of ids (a 1-D tensor), got shape {tuple(ids.shape)}: decode each row"
                 )
-            ids = ids.tolist()
-        return self.backend.decode(list(ids), skip_special_tokens=skip_special_tokens)
+            ids = ids.reshape(-1).tolist()
+        elif isinstance(ids, (str, bytes)):
+            raise ValueError(f"decode takes token ids, got text {ids!r}: to get ids from text call tokenizer(text)")
+        elif not isinstance(ids, Iterable):
+            ids = [ids]
+        return self.backend.decode(_check_ids(ids, self.vocab_size), skip_special_tokens=skip_special_tokens)
 
     # ------------------------------------------------------------------ vocabulary
 
@@ -608,9 +648,61 @@ class Tokenizer:
         )
 
 
-def _check_text(value: object, name: str) -> None:
+def _check_text(value: object, name: str) -> str:
+    """``value`` if it is a str, with any lone surrogate replaced (see :func:`_replace_surrogates`)."""
     if not isinstance(value, str):
         raise ValueError(f"{name} must be a str, got {type(value).__name__}")
+    return _replace_surrogates(value, name)
+
+
+def _capped(model_max_length: int, max_position_embeddings: int | None) -> int:
+    """The tokenizer's limit, no larger than the model's positions when those are given."""
+    if max_position_embeddings is None:
+        return model_max_length
+    if isinstance(max_position_embeddings, bool) or not isinstance(max_position_embeddings, int) \
+            or max_position_embeddings < 1:
+        raise ValueError(f"max_position_embeddings must be a positive int (the model config's), "
+                         f"got {max_position_embeddings!r}")
+    return min(model_max_length, max_position_embeddings)
+
+
+def _check_ids(ids: Iterable[Any], vocab_size: int) -> list[int]:
+    """``ids`` as a list of ints, each a token of the vocabulary, else a ValueError naming the first bad one."""
+    checked = []
+    for i, x in enumerate(ids):
+        try:
+            if isinstance(x, bool):
+                raise TypeError
+            v = operator.index(x)  # ints and numpy integers; never a float, not even 3.0
+        except TypeError:
+            raise ValueError(f"token ids must be integers, got {x!r} ({type(x).__name__}) at position {i}: "
+                             "pass ids (e.g. logits.argmax(-1)), not scores or probabilities") from None
+        if not 0 <= v < vocab_size:
+            raise ValueError(f"token id {v} at position {i} is outside the vocabulary (0 … {vocab_size - 1}): "
+                             "were the ids made by a different tokenizer or model?")
+        checked.append(v)
+    return checked
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _replace_surrogates(text: str, name: str = "text") -> str:
+    """Replace lone surrogates (U+D800 … U+DFFF) with U+FFFD, logging a warning; other text is returned as is.
+
+    A lone surrogate is half of a UTF-16 pair, not a character: debris from a bad decode (``surrogateescape``,
+    an emoji cut in half, a JSON ``"\\ud83d"`` escape). The Rust tokenizer cannot take one (it would fail
+    with "TextInputSequence must be str"). Replacing rather than refusing, because BERT's own text cleanup
+    drops U+FFFD, so the tokens are those of the text without the broken half-character, as any UTF-8
+    encoder with ``errors="replace"`` would give; a whole text is not lost to one invisible code unit.
+    A well-formed pair that arrived as two code points is joined into its character.
+    """
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    logger.warning("%s held %d lone surrogate(s) (half of a UTF-16 pair, not a character): replaced with U+FFFD",
+                   name, fixed.count("\ufffd") - text.count("\ufffd"))
+    return fixed
 
 
 def _truncation_strategy(truncation: bool | str) -> str | None:

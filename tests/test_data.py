@@ -135,7 +135,7 @@ def test_iter_texts_feeds_tokenizer_training(tmp_path):
     write_corpus(tmp_path / "c.txt", n_docs=5)
     lines = list(iter_texts(tmp_path))
     assert len(lines) == 5 and all(line and line == line.strip() for line in lines)
-    trained = Tokenizer.train(iter_texts(tmp_path), vocab_size=120)
+    trained = Tokenizer.train(iter_texts(tmp_path), vocab_size=400)
     assert trained.token_to_id("river") is not None
 
 
@@ -251,3 +251,21 @@ def test_collate_pads_on_the_right_to_the_longest():
     assert batch["next_sentence_label"].tolist() == [0, 1, 1]
     with pytest.raises(ValueError):
         collate([], pad_id=0)
+
+
+@pytest.mark.parametrize("piece", [7, 50, 333, 4096])
+def test_a_long_line_read_in_pieces_gives_the_same_documents(tmp_path, piece):
+    # A line longer than data.PIECE is read in pieces, so a 30 MB line does not become one 30 MB string;
+    # each piece's last sentence stays open until the next piece, so no sentence is cut at a piece boundary.
+    import random
+
+    from bertlab.pretraining import data
+
+    rng = random.Random(0)
+    words = ["the", "river", "bank", "was", "Mr.", "Smith", "3.14", "e.g.", "U.S.", "ok!", "wait...", "what?",
+             "J.", '"quote."', "(paren.)", "사랑.", "안녕.반갑", "  ", "end.  "]
+    para = lambda n: " ".join(rng.choice(words) for _ in range(n))  # noqa: E731
+    path = tmp_path / "long.txt"
+    path.write_text("\n".join([para(50), para(3000), "", para(40), "", para(5000)]) + "\n", encoding="utf-8")
+    whole = list(data._documents([path], piece=10**9))
+    assert len(whole) == 3 and list(data._documents([path], piece=piece)) == whole

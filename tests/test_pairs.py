@@ -126,6 +126,27 @@ def test_labels_are_balanced_50_50(tok):
     assert not_next == pytest.approx(0.5, abs=0.05)
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_balance_gives_exactly_50_50_even_on_short_documents(tok, seed):
+    # Short documents make many one-sentence chunks, which can only be NotNext: Google's recipe comes out
+    # skewed (more NotNext), so a model always saying NotNext would beat 50 %. balance=True drops surplus
+    # pairs at random until the two labels are equally many.
+    docs = [[sentence(d, s) for s in range(3)] for d in range(N_DOCS)]
+    plain = make_pairs(docs, tok, max_len=24, generator=seeded(seed))
+    balanced = make_pairs(docs, tok, max_len=24, generator=seeded(seed), balance=True)
+    assert sum(ex.next_sentence_label for ex in plain) > len(plain) / 2          # the skew being fixed
+    assert len(balanced) % 2 == 0 and sum(ex.next_sentence_label for ex in balanced) == len(balanced) // 2
+    assert len(balanced) >= 2 * sum(1 - ex.next_sentence_label for ex in plain) - 0   # every IsNext kept
+    key = lambda ex: (tuple(ex.input_ids), ex.next_sentence_label)  # noqa: E731
+    assert {key(ex) for ex in balanced} <= {key(ex) for ex in plain}          # kept pairs are Google's, unchanged
+
+
+def test_balance_refuses_when_one_label_cannot_occur(tok):
+    docs = [[sentence(d, 0), sentence(d, 1)] for d in range(4)]
+    with pytest.raises(ValueError, match="balance=True found no pair"):
+        make_pairs(docs, tok, max_len=24, generator=seeded(0), nsp_prob=1.0, balance=True)
+
+
 def test_a_one_sentence_chunk_can_only_be_not_next(tok):
     # max_len 6 leaves 3 tokens for A and B, so every 3-word sentence fills a chunk on its own and has no
     # continuation to offer: Google's code then always draws B from another document.

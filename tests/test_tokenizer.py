@@ -363,19 +363,43 @@ def test_training_is_repeatable():
     assert all(vocab == vocabs[0] for vocab in vocabs)
 
 
-def test_limit_alphabet_keeps_the_most_frequent_characters():
-    tok = Tokenizer.train(CORPUS, vocab_size=400, min_frequency=1, limit_alphabet=10)
-    single_chars = {t for t in tok.get_vocab() if len(t) == 1}
-    assert len(single_chars) == 10 and {"e", "t", "a"} <= single_chars and "z" not in single_chars
+def test_limit_alphabet_caps_the_corpus_characters_added_to_the_base_alphabet():
+    korean = ["사랑 사랑 사랑 사랑 사랑해", "바다 바다 바다", "눈 눈", "별"]
+    tok = Tokenizer.train(korean, vocab_size=400, min_frequency=1, limit_alphabet=4, strip_accents=False)
+    hangul = {t for t in tok.get_vocab() if len(t) == 1 and "\uac00" <= t <= "\ud7a3"}
+    assert hangul == {"사", "랑", "바", "다"}    # the four most frequent; 눈, 별 and 해 left out
+
+
+@pytest.mark.parametrize("lowercase, strip_accents", [(True, None), (True, False), (False, None)])
+@pytest.mark.parametrize("text", [
+    "In 1969, 42 people paid $3.50 (or €5) at 7:45 — 100% sure!",     # digits, currency, a dash
+    "#tags @home {a|b} [x] <y> ~z^2 `code` \\ back_slash & 'quotes' \"double\" “curly” ‘single’ …",
+    "Café, naïve, façade, Zoë, Ångström, smörgåsbord, jalapeño, Øresund, Ærø",       # accented Latin letters
+])
+def test_a_trained_vocabulary_never_gives_unk_on_ordinary_english(text, lowercase, strip_accents):
+    # A small corpus with none of these characters: the base alphabet (printable ASCII, Latin-1 letters,
+    # everyday typography) is always in the vocabulary, alone and as a "##" continuation.
+    tok = Tokenizer.train(["the cat sat on the mat", "a dog ran home"], vocab_size=300, min_frequency=1,
+                          lowercase=lowercase, strip_accents=strip_accents)
+    assert "[UNK]" not in tok.tokenize(text)
+
+
+def test_the_corpus_own_characters_are_in_the_vocabulary():
+    # Hangul is not in the base alphabet; a corpus that has it gets it (syllables kept whole without
+    # accent stripping, jamo with it), so Korean text from the corpus's own characters never gives [UNK].
+    korean = ["나는 우리 가족을 정말 사랑한다.", "겨울에는 눈이 많이 온다."]
+    for strip in (False, None):
+        tok = Tokenizer.train(korean, vocab_size=300, min_frequency=1, strip_accents=strip)
+        assert "[UNK]" not in tok.tokenize("눈이 온다. 가족을 사랑한다!") + tok.tokenize("1969 겨울에는 우리 가족")
 
 
 def test_a_single_str_is_text_not_a_path():
-    tok = Tokenizer.train("hello hello world world", vocab_size=100, min_frequency=1)
+    tok = Tokenizer.train("hello hello world world", vocab_size=300, min_frequency=1)
     assert tok.token_to_id("hello") is not None and tok.token_to_id("world") is not None
 
 
 def test_cased_vocab_keeps_case_and_accents_and_survives_transformers(tmp_path):
-    cased = Tokenizer.train(CORPUS, vocab_size=400, min_frequency=1, lowercase=False)
+    cased = Tokenizer.train(CORPUS, vocab_size=700, min_frequency=1, lowercase=False)
     assert cased.lowercase is False
     assert cased.tokenize("Paris") == ["Paris"] and "[UNK]" not in cased.tokenize("The")
     assert cased.tokenize("The")[0].startswith("T")

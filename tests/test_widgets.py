@@ -39,12 +39,20 @@ def tiny():
     return bertlab.load("bertlab-tiny", device="cpu")
 
 
+@pytest.fixture(scope="session")
+def mini():
+    """bertlab-mini, the lab's MLM + NSP model on real English (package data too)."""
+    return bertlab.load("bertlab-mini", device="cpu")
+
+
 @pytest.fixture(autouse=True)
 def models(request, monkeypatch):
     """Widgets load models by name through W._LOADED: give them the session's models (loaded once)."""
     names = request.fixturenames
     if "tiny" in names:
         monkeypatch.setitem(W._LOADED, "bertlab-tiny", request.getfixturevalue("tiny"))
+    if "mini" in names:
+        monkeypatch.setitem(W._LOADED, "bertlab-mini", request.getfixturevalue("mini"))
     if "minilm" in names:
         monkeypatch.setitem(W._LOADED, "minilm", request.getfixturevalue("minilm"))
 
@@ -225,12 +233,26 @@ def test_mask_playground_bad_input(tiny):
     assert w.message.value == "" and w.predictions
 
 
-def test_mask_playground_offers_bertlab_tiny_for_minilm(tiny, minilm):
+def test_mask_playground_offers_bertlab_mini_for_minilm(mini, minilm):
     w = W.MaskPlayground(model="minilm")
-    assert_message(w, "MiniLM has no masked-LM head", "switch to bertlab-tiny")
+    assert_message(w, "MiniLM has no masked-LM head", "switch to bertlab-mini")
     assert w.figure is None and w.switch.layout.display != "none"
     w.switch.click()
-    assert w.model_name == "bertlab-tiny" and w.predictions and w.switch.layout.display == "none"
+    assert w.model_name == "bertlab-mini" and w.predictions and w.switch.layout.display == "none"
+
+
+def test_mask_playground_on_bertlab_mini_finds_the_money_bank(mini):
+    w = W.MaskPlayground("She deposited her money in the bank.", mask="bank")
+    assert w.model_name == "bertlab-mini"                    # the default: the lab's model on real English
+    assert w.predictions[0][0] == "bank"
+
+
+def test_the_model_menu_lists_the_bundled_models_and_cached_hub_berts(mini, monkeypatch):
+    import bertlab.hub
+    monkeypatch.setattr(bertlab.hub, "cached_models", lambda: ["google/bert_uncased_L-2_H-128_A-2", "minilm"])
+    w = W.MaskPlayground("The [MASK] barked.", mask=None)
+    assert list(w.model_select.options) == ["bertlab-mini", "bertlab-tiny", "minilm",
+                                            "google/bert_uncased_L-2_H-128_A-2"]
 
 
 # ---- MaskingLab -----------------------------------------------------------------------------------------
@@ -322,12 +344,12 @@ def test_nsp_explorer_matches_next_sentence(tiny):
     assert_message(w, "at most 128")
 
 
-def test_nsp_explorer_offers_bertlab_tiny_for_minilm(tiny, minilm):
+def test_nsp_explorer_offers_bertlab_mini_for_minilm(mini, minilm):
     w = W.NSPExplorer(model="minilm")
-    assert_message(w, "MiniLM has no next-sentence head", "switch to bertlab-tiny")
+    assert_message(w, "MiniLM has no next-sentence head", "switch to bertlab-mini")
     assert w.probability is None
     w.switch.click()
-    assert w.model_name == "bertlab-tiny" and 0 < w.probability < 1 and w.message.value == ""
+    assert w.model_name == "bertlab-mini" and 0 < w.probability < 1 and w.message.value == ""
 
 
 # ---- ContextExplorer ------------------------------------------------------------------------------------
@@ -408,10 +430,10 @@ def test_head_ablation_changes_predictions_and_restores_them(tiny):
     assert no_hooks_left(model)
 
 
-def test_head_ablation_with_minilm_measures_the_output(tiny, minilm):
+def test_head_ablation_with_minilm_measures_the_output(mini, minilm):
     model, tok = minilm
     w = W.HeadAblation("The river bank was muddy.", model="minilm")
-    assert_message(w, "MiniLM has no masked-LM head", "switch to bertlab-tiny")
+    assert_message(w, "MiniLM has no masked-LM head", "switch to bertlab-mini")
     assert w.predictions is None and float(w.change.abs().max()) == 0.0
     assert len(w.heads) == model.config.num_hidden_layers * model.config.num_attention_heads
     w.heads[(0, 3)].value = True
@@ -420,7 +442,7 @@ def test_head_ablation_with_minilm_measures_the_output(tiny, minilm):
     w.heads[(0, 3)].value = False
     assert float(w.change.abs().max()) == 0.0
     w.switch.click()
-    assert w.model_name == "bertlab-tiny" and len(w.heads) == 4 and w.change is not None   # no [MASK]: output change
+    assert w.model_name == "bertlab-mini" and len(w.heads) == 6 * 12 and w.change is not None   # no [MASK]: output change
     assert "no [MASK] in the text" in w.message.value
 
 

@@ -114,6 +114,11 @@ class Bert(BertModule):
             raise ValueError(f"input_ids must have shape (batch, seq_len), got {tuple(input_ids.shape)}"
                              + (": add a batch dimension with input_ids[None]" if input_ids.dim() == 1 else ""))
         B, T = input_ids.shape
+        if B == 0:
+            # An error rather than an empty output: an empty batch is nearly always a filter upstream that
+            # dropped every example, and tok.batch([]) and collate([]) refuse one too.
+            raise ValueError(f"input_ids is an empty batch (shape {tuple(input_ids.shape)}): pass at least one "
+                             "sequence; did a filter upstream drop every example?")
         if T == 0:
             raise ValueError("input_ids is empty (seq_len 0): every BERT input has at least [CLS] and [SEP]")
         if T > cfg.max_position_embeddings:
@@ -139,6 +144,12 @@ class Bert(BertModule):
             if attention_mask.shape != input_ids.shape:
                 raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)} but input_ids has "
                                  f"{tuple(input_ids.shape)}: pass one 1/0 per token (1 = real, 0 = padding)")
+            if attention_mask.dtype != torch.bool:
+                bad = (attention_mask != 0) & (attention_mask != 1)
+                if bool(bad.any()):
+                    raise ValueError(f"attention_mask must hold only 1 (real token) and 0 (padding), got "
+                                     f"{int(attention_mask[bad][0])}: pass the tokenizer's attention_mask; the "
+                                     "model builds the additive 0 / -inf mask from it itself")
         return input_ids, token_type_ids, attention_mask
 
 
@@ -159,6 +170,14 @@ def _as_ids(name: str, x, device, allow_bool: bool = False) -> torch.Tensor:
             x = torch.as_tensor(x)
         except (TypeError, ValueError, RuntimeError):
             raise ValueError(f"{name} must be a tensor or nested list of integers, got {type(x).__name__}") from None
+        if x.numel() == 0:
+            x = x.long()  # torch.as_tensor([]) is float32: let the shape checks name the real problem
     if x.is_floating_point() or x.is_complex() or (x.dtype == torch.bool and not allow_bool):
-        raise ValueError(f"{name} must hold integers, got dtype {x.dtype}: token ids index a table")
-    return x.to(device)
+        why = ("1 = real token, 0 = padding: pass attention_mask.long()" if allow_bool
+               else "token ids index a table")
+        raise ValueError(f"{name} must hold integers, got dtype {x.dtype}: {why}")
+    if x.dtype == torch.bool:
+        return x.to(device)
+    # every integer dtype (uint8, int16, int32, ...) becomes int64: range checks against the vocabulary
+    # cannot wrap around, and the embedding lookup accepts it
+    return x.to(device=device, dtype=torch.long)

@@ -43,6 +43,7 @@ _ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "
                             "approx", "mt", "gen", "col", "lt", "sgt", "capt", "rev"})
 _ACRONYM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")  # "U.S", "e.g": the word before the final "."
 _OPENERS = "\"'“‘«「『([{"
+_NEXT_CHAR = re.compile(r"\s*(\S?)")  # from a position: skip whitespace, capture the next character ("" at the end)
 
 
 def _is_hangul(char: str) -> bool:
@@ -65,7 +66,8 @@ def _ends_sentence(text: str, m: re.Match) -> bool:
     if "!" in punct or "?" in punct:
         return True
     # "." or an ellipsis: a lowercase word next means the sentence goes on ("approx. five", "wait... what").
-    following = text[m.end():].lstrip()[:1]
+    # Matched in place from m.end(): slicing off the rest of the text here made a long line quadratic.
+    following = _NEXT_CHAR.match(text, m.end()).group(1)
     if following.islower():
         return False
     if punct == ".":
@@ -133,15 +135,40 @@ def _lines(path: Path) -> Iterator[str]:
         raise ValueError(f"{path} is not UTF-8 text ({err.reason}): convert it to UTF-8") from err
 
 
-def _documents(files: list[Path]) -> Iterator[list[str]]:
+#: a line longer than this is read in pieces of this many characters, so a corpus with a 30 MB line (a
+#: whole book with no line breaks) streams in constant memory per sentence instead of one huge string
+PIECE = 1 << 20
+
+
+def _pieces(path: Path, size: int = PIECE) -> Iterator[tuple[str, bool]]:
+    """(text, ends_line) for one file: whole lines, and long lines in pieces of at most `size` characters."""
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            while piece := f.readline(size):
+                yield piece, piece.endswith("\n")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path} is not UTF-8 text ({err.reason}): convert it to UTF-8") from err
+
+
+def _documents(files: list[Path], piece: int = PIECE) -> Iterator[list[str]]:
     for path in files:
         document: list[str] = []
-        for line in _lines(path):
-            if line.strip():
-                document.extend(split_sentences(line))
+        carry = ""  # the raw text of a long line's last, maybe unfinished, sentence: it continues in the next piece
+        for text, ends_line in _pieces(path, piece):
+            text, carry = carry + text, ""
+            if not ends_line:
+                sentences = split_sentences(text)
+                if sentences:
+                    carry = text[text.rfind(sentences[-1]):]   # raw, with its spaces: the next piece may go on
+                    document.extend(sentences[:-1])
+                continue
+            if text.strip():
+                document.extend(split_sentences(text))
             elif document:
                 yield document
                 document = []
+        if carry.strip():
+            document.extend(split_sentences(carry))
         if document:  # a file's end ends its last document: documents never span files
             yield document
 
@@ -196,6 +223,7 @@ class PretrainingData:
         seed: int = 0,
         docs_per_chunk: int = 1000,
         short_seq_prob: float = 0.1,
+        balance: bool = False,
     ) -> None:
         if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < MIN_MAX_LEN:
             raise ValueError(
@@ -214,6 +242,7 @@ class PretrainingData:
         self.seed = int(seed)
         self.docs_per_chunk = docs_per_chunk
         self.short_seq_prob = float(short_seq_prob)
+        self.balance = bool(balance)  # make_pairs(balance=True): exactly 50 / 50 IsNext / NotNext per chunk
         self.position: dict[str, int] = {"epoch": 0, "chunk": 0, "offset": 0}
 
     def __repr__(self) -> str:
@@ -267,7 +296,7 @@ class PretrainingData:
         """The chunk's pairs in their shuffled order for this epoch."""
         generator = self._generator(epoch, chunk)
         examples = make_pairs(documents, self.tokenizer, self.max_len, generator=generator,
-                              short_seq_prob=self.short_seq_prob)
+                              short_seq_prob=self.short_seq_prob, balance=self.balance)
         order = torch.randperm(len(examples), generator=generator).tolist()
         return [examples[i] for i in order]
 
@@ -327,7 +356,7 @@ class PretrainingData:
         """Where the stream is, and the settings that shape it (checked on load)."""
         return {"position": dict(self.position), "seed": self.seed, "max_len": self.max_len,
                 "docs_per_chunk": self.docs_per_chunk, "short_seq_prob": self.short_seq_prob,
-                "files": [str(f) for f in self.files]}
+                "balance": self.balance, "files": [str(f) for f in self.files]}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from a saved ``state_dict()``; settings that would change the stream must match."""
@@ -337,7 +366,7 @@ class PretrainingData:
         if set(position) != {"epoch", "chunk", "offset"} or any(
                 isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in position.values()):
             raise ValueError(f"state position must have non-negative ints epoch, chunk, offset, got {position}")
-        for key in ("seed", "max_len", "docs_per_chunk", "short_seq_prob"):
+        for key in ("seed", "max_len", "docs_per_chunk", "short_seq_prob", "balance"):
             if key in state and state[key] != getattr(self, key):
                 raise ValueError(
                     f"the state was saved with {key}={state[key]!r} but this stream has {key}={getattr(self, key)!r}: "

@@ -19,26 +19,29 @@ class EvalResult:
     mlm_top1: float          # share of masked tokens whose original is the model's first guess
     unigram_top1: float      # the same for always guessing the most frequent held-out target (a ceiling for any unigram guesser)
     nsp_accuracy: float      # share of IsNext / NotNext pairs judged right
+    nsp_majority: float      # the share of the more frequent NSP label: what always guessing it scores
     masked_tokens: int
     pairs: int
 
 
 @torch.no_grad()
 def evaluate(model, tokenizer, corpus: Sequence[str] | str, max_len: int = 128, seed: int = 0,
-             passes: int = 3, batch_size: int = 64) -> EvalResult:
+             passes: int = 3, batch_size: int = 64, balance: bool = True) -> EvalResult:
     """Score `model` (a `BertForPreTraining`) on held-out text, with fixed masks and pairs (so runs compare).
 
     Each pass draws new NSP pairs from the held-out documents and new masks (15 %, 80/10/10, as in training),
     all from one generator seeded with `seed`. The unigram baseline is measured on the same masked positions.
+    Pairs are balanced (`make_pairs(balance=True)`: exactly 50 % IsNext), so the NSP baseline is 50 %;
+    `balance=False` scores Google's pairs, whose majority label is `nsp_majority`.
     """
     was_training = model.training
     model.eval()
     gen = torch.Generator().manual_seed(seed)
     documents = list(read_documents(corpus))
-    correct_mlm = n_mlm = correct_nsp = n_nsp = 0
+    correct_mlm = n_mlm = correct_nsp = n_nsp = not_next = 0
     targets: Counter = Counter()
     for _ in range(passes):  # each pass: new NSP pairs and new masks, so a small held-out set yields more samples
-        examples = make_pairs(documents, tokenizer, max_len, generator=gen)
+        examples = make_pairs(documents, tokenizer, max_len, generator=gen, balance=balance)
         for i in range(0, len(examples), batch_size):
             batch = collate(examples[i:i + batch_size], tokenizer.pad_id)
             inputs, labels = mask_tokens(batch["input_ids"], tokenizer, generator=gen)
@@ -50,6 +53,9 @@ def evaluate(model, tokenizer, corpus: Sequence[str] | str, max_len: int = 128, 
             nsp = batch["next_sentence_label"].to(out.seq_relationship_logits.device)
             correct_nsp += int((out.seq_relationship_logits.argmax(-1) == nsp).sum())
             n_nsp += nsp.numel()
+            not_next += int(nsp.sum())
     model.train(was_training)
     top = targets.most_common(1)[0][1] if targets else 0
-    return EvalResult(correct_mlm / max(1, n_mlm), top / max(1, n_mlm), correct_nsp / max(1, n_nsp), n_mlm, n_nsp)
+    majority = max(not_next, n_nsp - not_next) / max(1, n_nsp)
+    return EvalResult(correct_mlm / max(1, n_mlm), top / max(1, n_mlm), correct_nsp / max(1, n_nsp), majority,
+                      n_mlm, n_nsp)

@@ -136,6 +136,7 @@ def make_pairs(
     generator: torch.Generator | None = None,
     short_seq_prob: float = 0.1,
     nsp_prob: float = 0.5,
+    balance: bool = False,
 ) -> list[PairExample]:
     """Turn documents (lists of sentences) into NSP examples of at most ``max_len`` tokens.
 
@@ -147,6 +148,11 @@ def make_pairs(
     The labels are 50/50 except for one-sentence chunks (a document's last sentence, or one sentence
     longer than the target), which can only be NotNext, as in Google's code. Long documents make them
     rare; corpora of short documents (a dozen short sentences each) come out near 57 % NotNext.
+
+    ``balance=True`` gives exactly the paper's 50 / 50: examples of the more frequent label are dropped at
+    random (from ``generator``) until both labels have the same count. Use it for evaluation, where a skewed split would move the baseline away from 50 %
+    (a model that always says NotNext would score 57 %), and in training when the model's prior should
+    be 50 / 50. Balancing by dropping keeps each kept pair exactly as Google would have made it.
     """
     _check(documents, max_len, short_seq_prob, nsp_prob)
     docs = _tokenize_documents(documents, tokenizer)
@@ -170,7 +176,23 @@ def make_pairs(
                 token_type_ids=[0] * (len(a) + 2) + [1] * (len(b) + 1),
                 next_sentence_label=label,
             ))
-    return examples
+    return _balanced(examples, rng) if balance else examples
+
+
+def _balanced(examples: list[PairExample], rng: _Rng) -> list[PairExample]:
+    """Drop random examples of the more frequent label until IsNext and NotNext are equally many."""
+    by_label = {IS_NEXT: [], NOT_NEXT: []}
+    for i, ex in enumerate(examples):
+        by_label[ex.next_sentence_label].append(i)
+    n = min(len(v) for v in by_label.values())
+    if n == 0:
+        raise ValueError("balance=True found no pair of one of the labels (IsNext needs documents of two or "
+                         "more sentences, and nsp_prob between 0 and 1): nothing would be left")
+    keep = set()
+    for indices in by_label.values():
+        order = torch.randperm(len(indices), generator=rng.generator).tolist()
+        keep.update(indices[j] for j in order[:n])
+    return [ex for i, ex in enumerate(examples) if i in keep]
 
 
 def _pairs_from_document(

@@ -7,11 +7,15 @@ The loop, per optimizer step:
     positions) → MLM loss + NSP loss → backward (accumulated over micro-batches) → clip to 1.0 → AdamW →
     learning rate: linear warm-up, then linear decay to zero.
 
-Two design choices make stopping and scaling safe:
+Three design choices make stopping, scaling and mistakes safe:
 - **Exact resume.** A checkpoint holds the model, the optimizer, the step, every random generator and the
   data stream's position, so `resume=True` continues with exactly the losses an uninterrupted run would have.
   Checkpoints are written to a temporary folder and renamed into place, and the `latest` pointer is
   replaced atomically: a crash mid-write never leaves a half-written checkpoint as the latest.
+- **A run folder belongs to one run.** A new run refuses a folder that holds one (`resume=True` continues
+  it, `overwrite=True` replaces it), a lock file stops a second process writing there, and every path a
+  checkpoint stores is relative to its folder, so a moved or copied run resumes in place from any working
+  directory. Resume falls back past a torn or missing checkpoint to the newest one that reads back whole.
 - **DDP that changes nothing.** Under `torchrun`, every process reads the same stream and masks the same
   global batch, then keeps its own rows. Losses are sums divided by the *global* number of masked tokens
   and pairs, so the averaged gradient is exactly the single-process gradient of the same global batch.
@@ -24,19 +28,26 @@ import json
 import logging
 import os
 import random
+import re
 import shutil
 import signal
+import socket
 import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+try:
+    import fcntl   # the run-folder lock; Windows has no flock, and runs there go unlocked
+except ImportError:
+    fcntl = None
+
 import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from ..checkpoint import load_weights, normalise_keys, read_state_dict, save
+from ..checkpoint import load, load_weights, normalise_keys, read_state_dict, resolve, save
 from ..config import BertConfig
 from ..model.bert import default_device
 from ..model.heads import IGNORE, BertForPreTraining
@@ -68,6 +79,10 @@ class PretrainArgs:
     mask_mode: str = "dynamic"      # "dynamic": re-drawn every batch; "bert": Google's fixed count per sequence
     whole_word: bool = False
     max_predictions: int = 20
+    nsp_balance: bool = False       # exactly 50 / 50 IsNext / NotNext (make_pairs(balance=True)); Google: ~55 / 45
+    init: str | None = None         # continue pre-training from a checkpoint (a folder or a bundled name, e.g.
+                                    # "minilm"): its sizes, its encoder weights and, unless --tokenizer is
+                                    # given, its tokenizer; heads it lacks (MLM, NSP) start fresh
     tokenizer: str | None = None    # vocab.txt / tokenizer.json / folder; default: train one on the corpus
     vocab_size: int = 8000          # when training a tokenizer
     lowercase: bool = True
@@ -149,49 +164,356 @@ class _Dist:
             torch.distributed.barrier()
 
 
-def pretrain(corpus: str | os.PathLike | Sequence[str | os.PathLike], out: str | os.PathLike, *,
-             resume: bool = False, callbacks: Sequence[Callback] = (), **kwargs):
+def pretrain(corpus: str | os.PathLike | Sequence[str | os.PathLike] | None, out: str | os.PathLike, *,
+             resume: bool = False, overwrite: bool = False, callbacks: Sequence[Callback] = (), **kwargs):
     """Pre-train a `BertForPreTraining` on plain text; returns `(model, tokenizer)`, also saved in `out`.
 
     `corpus`: text files or folders (a blank line separates documents). Keyword arguments are the fields of
     `PretrainArgs`. `resume=True` continues the latest checkpoint in `out` exactly (pass a larger
-    `steps` to train further). `callbacks` are called on the main process with each logged metrics dict.
-    Ctrl-C saves a checkpoint at the last finished step and returns the model trained so far.
+    `steps` to train further); the corpus is the run's own, so it may be `None`. `callbacks` are called on
+    the main process with each logged metrics dict. Ctrl-C saves a checkpoint at the last finished step and
+    returns the model trained so far.
+
+    A run never destroys another: an `out` that holds a run is an error unless `resume=True` (continue it)
+    or `overwrite=True` (replace it), and a lock file in `out` stops a second run writing there.
     """
-    paths = [str(corpus)] if isinstance(corpus, (str, os.PathLike)) else [str(p) for p in corpus]
+    paths = ([] if corpus is None else [str(corpus)] if isinstance(corpus, (str, os.PathLike))
+             else [str(p) for p in corpus])
     out = Path(out)
     state = None
     unknown = set(kwargs) - set(PretrainArgs.__dataclass_fields__)
     if unknown:
         raise ValueError(f"unknown pretrain option(s): {', '.join(sorted(unknown))}")
-    if resume:
-        ckpt = latest_checkpoint(out)
-        if ckpt is None:
-            raise FileNotFoundError(f"nothing to resume in {out}: no checkpoints/latest. Start without resume.")
-        state = torch.load(ckpt / "trainer_state.pt", map_location="cpu", weights_only=True)
-        saved = state["args"]
-        changed = [k for k, v in kwargs.items() if k not in _RESUMABLE and v != saved.get(k)]
-        if changed:  # refuse rather than silently train on with the saved value
-            raise ValueError("resume continues the saved run exactly, so these cannot change: "
-                             + ", ".join(f"{k}={kwargs[k]!r} (saved: {saved.get(k)!r})" for k in changed)
-                             + f". Only {', '.join(_RESUMABLE)} can; start a new run in another folder instead.")
-        saved.update({k: v for k, v in kwargs.items() if k in _RESUMABLE})
-        args = PretrainArgs(**saved)
-    else:
-        args = PretrainArgs(corpus=paths, out=str(out), **kwargs)
-    _check_args(args)
-    return _Run(args, state, callbacks).train()
+    if resume and overwrite:
+        raise ValueError(f"--resume (resume=True) continues the run in {out} and --overwrite (overwrite=True) "
+                         "replaces it: pass one or the other")
+    _check_out(out)
+    main = int(os.environ.get("RANK", "0")) == 0     # under torchrun, process 0 holds the lock for all
+    with _locked(out) if main else contextlib.nullcontext():
+        if resume:
+            state = _resume_point(out)
+            args = _resumed_args(state, paths, out, kwargs)
+        else:
+            found = _run_files(out)
+            if found and not overwrite:
+                raise FileExistsError(f"--out {out} already holds a run ({', '.join(found)}): continue it with "
+                                      "--resume (resume=True), replace it with --overwrite (overwrite=True), or "
+                                      "choose another --out")
+            args = PretrainArgs(corpus=paths, out=str(out), **kwargs)
+        _check_args(args)
+        # the tokenizer is trained and the corpus checked before an old run is deleted: bad input deletes nothing
+        run = _Run(args, state, callbacks)
+        if overwrite and main and _run_files(out):
+            _remove_run(out)
+        return run.train()
 
 
 _RESUMABLE = ("steps", "save_every", "log_every", "progress", "device", "eval_corpus", "keep_checkpoints")
 
 
+def _resumed_args(state: dict, paths: list[str], out: Path, kwargs: dict) -> PretrainArgs:
+    """The saved run's settings, in `out`, with the options that resume may change.
+
+    `out` is always the folder given, never the one the checkpoint was written in: a copied run folder
+    resumes in the copy and leaves the original alone.
+    """
+    saved = dict(state["args"])
+    if state.get("paths") == _RUN_RELATIVE:
+        saved = _map_paths(saved, lambda p: _from_run(p, out))
+        if "files" in state["data"]:
+            state["data"]["files"] = [_from_run(f, out) for f in state["data"]["files"]]
+    saved["out"] = str(out)
+    changed = [k for k, v in kwargs.items() if k not in _RESUMABLE and _canonical(v) != _canonical(saved.get(k))]
+    if changed:  # refuse rather than silently train on with the saved value
+        raise ValueError("resume continues the saved run exactly, so these cannot change: "
+                         + ", ".join(f"{k}={kwargs[k]!r} (saved: {saved.get(k)!r})" for k in changed)
+                         + f". Only {', '.join(_RESUMABLE)} can; start a new run in another folder instead.")
+    saved.update({k: v for k, v in kwargs.items() if k in _RESUMABLE})
+    corpus = _resumed_corpus(saved["corpus"], paths, out)
+    if corpus != saved["corpus"]:
+        state["data"].pop("files", None)   # the saved names are of the missing files: nothing to compare with
+    saved["corpus"] = corpus
+    gone = [p for p in saved.get("eval_corpus") or [] if not os.path.exists(p)]
+    if gone:  # found now, not after the training: held-out scores are not worth stopping the run for
+        log.warning("the run's held-out corpus %s is not there any more: no held-out scores at the end (pass "
+                    "--eval-corpus with its new location to have them)", ", ".join(gone))
+        saved["eval_corpus"] = None
+    if saved["steps"] <= state["step"]:
+        more = 2 * state["step"]
+        raise ValueError(f"the run in {out} is already at step {state['step']}, so steps={saved['steps']} leaves "
+                         f"nothing to train: to train further, pass a larger --steps, e.g. --steps {more} "
+                         f"(steps={more} in Python)")
+    return PretrainArgs(**saved)
+
+
+def _resumed_corpus(saved: list[str], given: list[str], out: Path) -> list[str]:
+    """The corpus a resumed run reads: its own, or the one given in its place when its own has gone.
+
+    A corpus given with resume is never silently ignored. The run's own files (however spelt) are fine;
+    other files are refused while the run's own are there, since the saved position in the data stream means
+    nothing in other text; they are used when the run's own are missing (the corpus was moved).
+    """
+    missing = [p for p in saved if not os.path.exists(p)]
+    if not given or _canonical(given) == _canonical(saved):
+        if missing:
+            raise FileNotFoundError(f"the run's corpus {', '.join(missing)} is not there any more: give its new "
+                                    f"location, e.g. `bertlab pretrain NEW_PATH --out {out} --resume`")
+        return saved
+    if not missing:
+        raise ValueError(f"resume continues the run on its own corpus ({', '.join(saved)}), not on "
+                         f"{', '.join(given)}: leave the corpus out to continue, or train on the new text as a "
+                         "new run (another --out, or --overwrite)")
+    log.warning("the run's corpus %s is not there any more: continuing on %s, which must hold the same text for "
+                "the run to continue exactly", ", ".join(missing), ", ".join(given))
+    return given
+
+
+# ---- the run folder: what it holds, where its paths point, who writes it --------------------------
+
+# What a run writes into its folder: any of these there means the folder holds a run ...
+_RUN_FILES = ("checkpoints", "metrics.jsonl", "model.safetensors", "config.json")
+# ... and the rest of its final model (bertlab.save), which overwrite removes with them.
+_MODEL_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
+_CHECKPOINT = re.compile(r"step-\d+")    # checkpoints/step-0000400: the only names `latest` may hold
+_LOCK = ".pretrain.lock"
+
+
+def _check_out(out: Path) -> None:
+    """An `out` that is a file, or lies under one, fails now rather than after the tokenizer is trained."""
+    for folder in (out, *out.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise NotADirectoryError(f"--out {out} is not a folder ({folder} is a file): pass a folder for "
+                                         "the run (it is made if missing)")
+            return
+
+
+def _run_files(out: Path) -> list[str]:
+    return [name for name in _RUN_FILES if (out / name).exists()]
+
+
+def _remove_run(out: Path) -> None:
+    """overwrite=True: delete the run in `out` (checkpoints, metrics, final model), nothing else in the folder."""
+    log.warning("overwrite: deleting the run in %s (%s)", out, ", ".join(_run_files(out)))
+    for name in _RUN_FILES + _MODEL_FILES:
+        path = out / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+
+
+@contextlib.contextmanager
+def _locked(out: Path):
+    """Hold `out/.pretrain.lock` while this process reads and writes the run folder `out` (made if missing).
+
+    Two runs writing one folder delete each other's checkpoints, so a second run stops with a message naming
+    the first (pid, host, start time). The lock is an flock, which the system drops when its process ends,
+    however it ends: a killed run leaves the file but not the lock, and the next run takes the file over.
+    Folders made here are removed again if the run leaves nothing in them (it failed on bad input).
+    """
+    made = [p for p in (out, *out.parents) if not p.exists()]     # deepest first
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / _LOCK
+    fd = _lock(path) if fcntl is not None else None
+    try:
+        yield
+    finally:
+        if fd is not None:
+            path.unlink(missing_ok=True)   # before letting go, so a run waiting on this file sees it was released
+            os.close(fd)
+        for folder in made:
+            try:
+                folder.rmdir()
+            except OSError:
+                break                      # not empty: the run wrote something
+
+
+def _lock(path: Path) -> int:
+    """Open and flock `path`, or raise naming the run that holds it; returns the file descriptor."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _lock_holder(fd) or "it has not written its details yet"
+            os.close(fd)
+            raise FileExistsError(f"{path.parent} is in use by another run ({holder}): wait for it to end, stop "
+                                  "it, or choose another --out") from None
+        except OSError as e:               # a file system without locks (some network mounts)
+            log.warning("cannot lock %s (%s): nothing stops a second run writing to this folder", path, e)
+            break
+        try:
+            ours = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            ours = False
+        if ours:
+            break
+        os.close(fd)                       # its holder deleted the file as it ended: lock the new one
+    previous = _lock_holder(fd)
+    if previous:
+        log.warning("taking over %s from %s, which ended without removing it", path, previous)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                              "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}).encode(), 0)
+    return fd
+
+
+def _lock_holder(fd: int) -> str:
+    """The run a lock file names, in words; "" for an empty file."""
+    raw = os.pread(fd, 4096, 0)
+    if not raw.strip():
+        return ""
+    try:
+        holder = json.loads(raw)
+        return f"pid {holder['pid']} on host {holder['host']}, started {holder['started']}"
+    except (ValueError, KeyError, TypeError):
+        return f"a process that wrote {raw[:80]!r}"
+
+
+# Every path a run stores is relative to its own folder: a run folder resumes from any working directory,
+# and a copy of one resumes on its own files instead of reaching back into the original.
+_RUN_RELATIVE = "relative to the run folder"   # trainer_state["paths"] in checkpoints that store paths so
+_PATH_FIELDS = ("corpus", "eval_corpus", "tokenizer", "init")
+
+
+def _to_run(path: str, run: Path) -> str:
+    """A path as the run folder stores it: relative to the folder, spelt ./… or ../… (a name such as
+    init="minilm" that is not a file stays as it is)."""
+    if not os.path.exists(path):
+        return path
+    try:
+        rel = os.path.relpath(os.path.realpath(path), os.path.realpath(run))
+    except ValueError:                     # Windows: no relative path leads to another drive
+        return os.path.realpath(path)
+    return rel if rel.startswith(os.pardir) else os.path.join(os.curdir, rel)
+
+
+def _from_run(path: str, run: Path) -> str:
+    """A path the run folder stored, as one to open from the working directory."""
+    if path == os.curdir or path.startswith((os.curdir + os.sep, os.pardir)):
+        return os.path.normpath(os.path.join(os.path.realpath(run), path))
+    return path
+
+
+def _map_paths(args: dict, convert: Callable[[str], str]) -> dict:
+    """`args` (a PretrainArgs as a dict) with every path passed through `convert`."""
+    mapped = dict(args)
+    for name in _PATH_FIELDS:
+        value = mapped.get(name)
+        if isinstance(value, list):
+            mapped[name] = [convert(p) for p in value]
+        elif isinstance(value, str):
+            mapped[name] = convert(value)
+    return mapped
+
+
+def _canonical(value):
+    """Paths as the files they name, so `data/x.txt` and `/home/me/data/x.txt` compare equal; others as they are."""
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, (str, os.PathLike)) and os.path.exists(value):
+        return os.path.realpath(value)
+    return value
+
+
+# ---- checkpoints: which one to resume from ---------------------------------------------------------
+
+def _checkpoints(out: Path, problems: list[str] | None = None) -> list[Path]:
+    """The run's checkpoint folders, best first: the one `latest` names, then the others, newest first.
+
+    `latest` is followed only to a step-N folder inside checkpoints/: a pointer edited to `../../other_run`
+    must not resume, and then write into, another run. What is wrong with `latest` goes into `problems`.
+    """
+    root = Path(out) / "checkpoints"
+    folders = sorted((p for p in root.glob("step-*") if _CHECKPOINT.fullmatch(p.name) and p.is_dir()),
+                     key=_step_of, reverse=True)
+    note = problems.append if problems is not None else (lambda _: None)
+    try:
+        name = (root / "latest").read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        if folders:
+            note("checkpoints/latest is missing")
+        return folders
+    except (OSError, UnicodeDecodeError) as e:
+        note(f"checkpoints/latest cannot be read ({type(e).__name__})")
+        return folders
+    if not _CHECKPOINT.fullmatch(name):
+        note(f"checkpoints/latest names {name[:80]!r}, which is not a checkpoint folder of this run")
+        return folders
+    if root / name not in folders:
+        note(f"checkpoints/latest names {name}, which is missing")
+        return folders
+    return [root / name] + [p for p in folders if p != root / name]
+
+
+def _step_of(checkpoint: Path) -> int:
+    return int(checkpoint.name[len("step-"):])
+
+
 def latest_checkpoint(out: Path) -> Path | None:
-    pointer = Path(out) / "checkpoints" / "latest"
-    if not pointer.exists():
-        return None
-    path = pointer.parent / pointer.read_text().strip()
-    return path if (path / "trainer_state.pt").exists() else None
+    """The checkpoint folder resume starts from: the one `latest` names, else the newest with a trainer state.
+
+    A quick look at file names; resume itself also reads every file and falls back further if one is torn.
+    """
+    return next((p for p in _checkpoints(out) if (p / "trainer_state.pt").is_file()), None)
+
+
+def _read_checkpoint(checkpoint: Path) -> dict:
+    """Everything resume takes from one checkpoint folder, read whole.
+
+    Raises ValueError naming the part that is missing or torn: torch, safetensors and tokenizers each raise
+    their own kind of error for a torn file, and the reader needs the file's name more than the error's type.
+    """
+    parts = {
+        "trainer_state.pt": lambda: torch.load(checkpoint / "trainer_state.pt", map_location="cpu",
+                                               weights_only=True),
+        "rng-rank0.pt": lambda: torch.load(checkpoint / "rng-rank0.pt", map_location="cpu",
+                                           weights_only=True),   # checked here; each process reads its own later
+        "tokenizer": lambda: Tokenizer.from_file(checkpoint),
+        "model.safetensors": lambda: normalise_keys(read_state_dict(checkpoint)),
+    }
+    read = {}
+    for part, reader in parts.items():
+        try:
+            read[part] = reader()
+        except Exception as e:
+            reason = "missing" if isinstance(e, FileNotFoundError) else (str(e).strip().splitlines() or [""])[0][:200]
+            raise ValueError(f"{part}: {type(e).__name__}: {reason or 'cut short'}") from e
+        if part == "trainer_state.pt":
+            state = read[part]
+            missing = {"args", "step", "optimizer", "data", "mask_generator"} - set(state)
+            if missing:
+                raise ValueError(f"trainer_state.pt lacks {', '.join(sorted(missing))}")
+    return {**read["trainer_state.pt"], "checkpoint": checkpoint, "tokenizer": read["tokenizer"],
+            "weights": read["model.safetensors"]}
+
+
+def _resume_point(out: Path) -> dict:
+    """The newest checkpoint in `out` that reads back whole, read (`_read_checkpoint`).
+
+    A kill or a full disk can leave the newest checkpoint torn or empty, and a person can delete a file or
+    edit `latest`: resume then falls back to the newest checkpoint that still reads, and says which and why,
+    instead of stopping with a traceback.
+    """
+    problems: list[str] = []
+    candidates = _checkpoints(out, problems)
+    for checkpoint in candidates:
+        try:
+            state = _read_checkpoint(checkpoint)
+        except ValueError as e:
+            problems.append(f"{checkpoint.name} cannot be read ({e})")
+            continue
+        if problems:
+            log.warning("resuming from %s (step %d), the newest checkpoint that reads back whole: %s",
+                        checkpoint, state["step"], "; ".join(problems))
+        return state
+    if candidates:
+        raise ValueError(f"no checkpoint in {out / 'checkpoints'} can be resumed: {'; '.join(problems)}. Start "
+                         "over with --overwrite (overwrite=True), or choose another --out")
+    advice = ("start over with --overwrite (overwrite=True)" if _run_files(out)
+              else "start a new run without --resume")
+    raise FileNotFoundError(f"nothing to resume in {out}: it has no checkpoints ({advice})")
 
 
 def _check_args(a: PretrainArgs) -> None:
@@ -207,6 +529,10 @@ def _check_args(a: PretrainArgs) -> None:
         raise ValueError(f"lr must be positive, got {a.lr}")
     if a.keep_checkpoints < 1 or a.save_every < 1 or a.log_every < 1:
         raise ValueError("keep_checkpoints, save_every and log_every must each be at least 1")
+    if a.init and any(getattr(a, n) is not None for n in ("layers", "hidden", "heads", "intermediate",
+                                                           "max_position_embeddings")):
+        raise ValueError("--init takes its sizes from the checkpoint: drop --layers/--hidden/--heads/"
+                         "--intermediate/--max-position-embeddings")
     for name in ("layers", "hidden", "heads", "intermediate"):
         if getattr(a, name) is not None and getattr(a, name) < 1:
             raise ValueError(f"{name} must be at least 1, got {getattr(a, name)}")
@@ -241,14 +567,14 @@ class _Run:
             self.tokenizer = self._tokenizer()
             self.model = self._model()
             self.step = 0
-        else:
-            ckpt = latest_checkpoint(self.out)
-            self.tokenizer = Tokenizer.from_file(ckpt)
+        else:  # pretrain() has read the checkpoint to resume from (the newest intact one in `out`) into `state`
+            ckpt = state["checkpoint"]
+            self.tokenizer = state["tokenizer"]
             self.model = self._model()
-            load_weights(self.model, normalise_keys(read_state_dict(ckpt)))
+            load_weights(self.model, state["weights"])
             self.step = state["step"]
         # validate the corpus before any training starts (empty, missing, no multi-sentence document …)
-        self.data = PretrainingData(a.corpus, self.tokenizer, max_len=a.max_len, seed=a.seed)
+        self.data = PretrainingData(a.corpus, self.tokenizer, max_len=a.max_len, seed=a.seed, balance=a.nsp_balance)
         self.data.check()
         self.mask_gen = torch.Generator().manual_seed(a.seed)
         self.optimizer = torch.optim.AdamW(param_groups(self.model, a.weight_decay), lr=a.lr,
@@ -271,6 +597,8 @@ class _Run:
         a = self.args
         if a.tokenizer:
             return Tokenizer.from_file(a.tokenizer)
+        if a.init:
+            return Tokenizer.from_file(resolve(a.init))
         if next(read_documents(a.corpus), None) is None:
             raise ValueError(f"corpus {', '.join(a.corpus)} has no text: pre-training needs documents of "
                              "several sentences, separated by blank lines")
@@ -280,6 +608,17 @@ class _Run:
 
     def _model(self) -> BertForPreTraining:
         a = self.args
+        if a.init:
+            # Continued pre-training (warm start): the checkpoint's own config, its encoder and pooler
+            # weights; an MLM or NSP head it lacks is freshly initialised (the MLM decoder stays tied).
+            model, _ = load(a.init, device=self.dist.device, model_class=BertForPreTraining)
+            if model.config.max_position_embeddings < a.max_len:
+                raise ValueError(f"{a.init} has {model.config.max_position_embeddings} positions, fewer than "
+                                 f"max_len {a.max_len}: lower --max-len")
+            if model.config.vocab_size < self.tokenizer.vocab_size:
+                raise ValueError(f"the tokenizer has {self.tokenizer.vocab_size} tokens but {a.init} only "
+                                 f"{model.config.vocab_size} embeddings: use the checkpoint's own tokenizer")
+            return model.train()
         overrides = dict(vocab_size=self.tokenizer.vocab_size, pad_token_id=self.tokenizer.pad_id,
                          max_position_embeddings=a.max_position_embeddings or a.max_len)
         overrides.update(_size_overrides(a))
@@ -298,6 +637,7 @@ class _Run:
         a, dist = self.args, self.dist
         if dist.main:
             self.out.mkdir(parents=True, exist_ok=True)
+            self._trim_metrics()
         micro = a.batch_size // a.grad_accum
         rows = slice(dist.rank, None, dist.world)
         stream = self.data.batches(a.batch_size)
@@ -391,6 +731,41 @@ class _Run:
         for cb in self.callbacks:
             cb(metrics)
 
+    def _trim_metrics(self) -> None:
+        """Keep the lines of metrics.jsonl up to the step training starts from, so each step is logged once.
+
+        A run killed after logging step 6 and resumed from its step-4 checkpoint trains steps 5 and 6 again:
+        their old lines go, and so does a last line the kill cut short.
+        """
+        path = self.out / "metrics.jsonl"
+        if not path.exists():
+            return
+        kept, dropped = [], 0
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                keep = json.loads(line)["step"] <= self.step
+            except (ValueError, KeyError, TypeError):
+                keep = False                       # cut short by a kill
+            if keep:
+                kept.append(line)
+            else:
+                dropped += 1
+        if dropped:
+            tmp = path.with_name(".metrics.jsonl.tmp")
+            tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+            os.replace(tmp, path)
+            log.info("metrics.jsonl: dropped %d line(s) after step %d, which is where training starts again",
+                     dropped, self.step)
+
+    def _stored_state(self, data_state: dict) -> tuple[dict, dict]:
+        """The run's settings and the data stream's state as a checkpoint stores them: paths relative to `out`."""
+        args = _map_paths(asdict(self.args), lambda p: _to_run(p, self.out))
+        args["out"] = os.curdir     # the folder the checkpoint is in; resume uses whatever folder it is given
+        data = dict(data_state)
+        if "files" in data:
+            data["files"] = [_to_run(f, self.out) for f in data["files"]]
+        return args, data
+
     def _checkpoint(self, data_state: dict, rng_state: tuple) -> None:
         """checkpoints/step-N/ written under a temporary name, renamed, then `latest` swapped atomically."""
         dist, root = self.dist, self.out / "checkpoints"
@@ -400,8 +775,10 @@ class _Run:
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir(parents=True)
             save(self.model, self.tokenizer, tmp)
-            torch.save({"args": asdict(self.args), "step": self.step, "optimizer": self.optimizer.state_dict(),
-                        "data": data_state, "mask_generator": rng_state[0]}, tmp / "trainer_state.pt")
+            args, data = self._stored_state(data_state)
+            torch.save({"args": args, "paths": _RUN_RELATIVE, "step": self.step,
+                        "optimizer": self.optimizer.state_dict(), "data": data, "mask_generator": rng_state[0]},
+                       tmp / "trainer_state.pt")
         dist.barrier()
         torch.save(rng_state[1], tmp / f"rng-rank{dist.rank}.pt")  # each process its own dropout state
         dist.barrier()
@@ -412,7 +789,11 @@ class _Run:
             pointer = root / ".latest.tmp"
             pointer.write_text(name + "\n")
             os.replace(pointer, root / "latest")
-            for old in sorted(root.glob("step-*"))[: -self.args.keep_checkpoints]:
+            # prune the oldest, never the one just written nor a newer one (a resume that fell back past a
+            # torn checkpoint writes below it, and replaces it when it gets there)
+            older = sorted((p for p in root.glob("step-*") if _CHECKPOINT.fullmatch(p.name)
+                            and _step_of(p) < self.step), key=_step_of)
+            for old in older[: max(0, len(older) - (self.args.keep_checkpoints - 1))]:
                 shutil.rmtree(old, ignore_errors=True)
         dist.barrier()
 

@@ -18,8 +18,9 @@ The widgets:
     ContextExplorer(word, sentences, model)     one word in several contexts: distances, drift, projection
     HeadAblation(text, model)                   switch heads off → predictions change; rank heads
 
-`model` is "bertlab-tiny" (MLM + NSP heads), "minilm" (a real encoder without them), a checkpoint
-directory, or a `(model, tokenizer)` pair. Named models load once per process and are shared.
+`model` is "bertlab-mini" or "bertlab-tiny" (MLM + NSP heads), "minilm" (a real encoder without them), a
+HuggingFace hub id, a checkpoint directory, or a `(model, tokenizer)` pair. Named models load once per
+process and are shared. The model menu lists the bundled models and every BERT in the local hub cache.
 
 Why it is fast enough to use while typing: each widget keeps the forward pass of its current text and
 reuses it when only a view setting changes (a slider, a toggle); a slider that changes only the numbers
@@ -38,8 +39,9 @@ import contextlib
 import html
 import json
 import logging
+import numbers
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Callable, Iterator
 
 import ipywidgets as W
@@ -58,9 +60,15 @@ logger = logging.getLogger(__name__)
 __all__ = ["Widget", "AttentionExplorer", "MaskPlayground", "MaskingLab", "EmbeddingSumExplorer", "NSPExplorer",
            "ContextExplorer", "HeadAblation", "load_model", "MODEL_NAMES"]
 
-MODEL_NAMES = ("bertlab-tiny", "minilm")
-DISPLAY_NAMES = {"bertlab-tiny": "bertlab-tiny", "minilm": "MiniLM"}
-WITH_HEADS = "bertlab-tiny"             # the bundled model pre-trained with both MLM and NSP heads
+MODEL_NAMES = ("bertlab-mini", "bertlab-tiny", "minilm")
+DISPLAY_NAMES = {"bertlab-mini": "bertlab-mini", "bertlab-tiny": "bertlab-tiny", "minilm": "MiniLM"}
+WITH_HEADS = "bertlab-mini"             # the bundled model pre-trained with both MLM and NSP heads on real English
+
+
+def model_options() -> list[str]:
+    """The model menu: the bundled models, then the BERTs already in the local HuggingFace cache."""
+    from ..hub import cached_models
+    return list(MODEL_NAMES) + [m for m in cached_models() if m not in MODEL_NAMES]
 
 _LOADED: dict[str, tuple] = {}          # name or path → (model, tokenizer), shared by every widget
 
@@ -135,7 +143,8 @@ class Widget:
         self._fwd = None
         self._custom: dict[str, tuple] = {}
         name = self._name_for(model if model is not None else self.default_model)
-        options = list(MODEL_NAMES) + [n for n in [name] if n not in MODEL_NAMES]
+        options = model_options()
+        options += [n for n in [name] if n not in options]
         self.model_select = W.Dropdown(options=options, value=name, description="model")
         self.switch = W.Button(description=f"switch to {WITH_HEADS}", button_style="info",
                                layout=W.Layout(display="none", width="auto"))
@@ -440,10 +449,10 @@ class MaskPlayground(Widget):
     `result` is a `probe.FillMask`, `predictions` its top-k as (token, probability).
     """
 
-    default_model = "bertlab-tiny"
+    default_model = "bertlab-mini"
 
     def __init__(self, text: str = "Grace walked along the muddy bank of the river with her old dog.",
-                 model="bertlab-tiny", top_k: int = 5, mask: int | str | None = "bank"):
+                 model="bertlab-mini", top_k: int = 5, mask: int | str | None = "bank"):
         super().__init__(model)
         self.text = W.Text(value=text, description="text", layout=WIDE)
         self.tokens = W.ToggleButtons(options=[], value=None, description="mask:",
@@ -586,6 +595,7 @@ class MaskingLab(Widget):
 
     default_model = "bertlab-tiny"
     TARGETS = {"chosen": 0.15, "mask": 0.8, "random": 0.1, "kept": 0.1}
+    MAX_DRAWS = 10_000       # per call: the n draws are corrupted at once, as one (n, T) tensor
 
     def __init__(self, text: str = "The river was low after a long dry summer, and brown leaves floated past "
                                    "the ducks near the far shore.",
@@ -636,7 +646,11 @@ class MaskingLab(Widget):
         self.draw(1)
 
     def draw(self, n: int = 1) -> None:
-        """Corrupt the text `n` more times, add to the counts, and show the last draw."""
+        """Corrupt the text `n` more times (1 … MAX_DRAWS), add to the counts, and show the last draw."""
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or not 1 <= n <= self.MAX_DRAWS:
+            raise ValueError(f"draw takes a whole number of draws from 1 to {self.MAX_DRAWS:,}, got {n!r}: "
+                             "e.g. draw(100); call it again for more")
+        n = int(n)
         if self._enc is None:
             self._update_checked()                        # raises the message of a bad text
             if n == 1:
@@ -775,10 +789,10 @@ class _Parts:
 class NSPExplorer(Widget):
     """Sentence A, sentence B → P(IsNext), the NSP head's belief that B followed A in the original text."""
 
-    default_model = "bertlab-tiny"
+    default_model = "bertlab-mini"
 
     def __init__(self, a: str = "Grace walked along the muddy bank with her brother.",
-                 b: str = "Brown leaves floated past them on the slow current.", model="bertlab-tiny"):
+                 b: str = "Brown leaves floated past them on the slow current.", model="bertlab-mini"):
         super().__init__(model)
         self.a = W.Text(value=a, description="A", layout=WIDE)
         self.b = W.Text(value=b, description="B", layout=WIDE)
@@ -837,6 +851,12 @@ class ContextExplorer(Widget):
         super().__init__(model)
         lines = BANK if sentences is None else sentences.splitlines() if isinstance(sentences, str) else sentences
         if senses is not None:
+            if isinstance(senses, str) or not isinstance(senses, Sequence):
+                raise ValueError(f"senses must be a list of labels, one per sentence, got {type(senses).__name__}")
+            lines = [line for line in lines if str(line).strip()]   # blank lines are not sentences: none gets a sense
+            if len(senses) != len(lines):
+                raise ValueError(f"got {len(lines)} sentences but {len(senses)} senses: pass one sense per "
+                                 "sentence ('' for one without), or end each sentence line with '| sense'")
             lines = [f"{s} | {k}" for s, k in zip(lines, senses)]
         self.word = W.Text(value=word, description="word", continuous_update=False)
         self.sentences = W.Textarea(value="\n".join(lines), description="sentences",
@@ -955,9 +975,9 @@ class HeadAblation(Widget):
     distance). "rank heads" scores every head alone with `probe.head_importance` (`importance`).
     """
 
-    default_model = "bertlab-tiny"
+    default_model = "bertlab-mini"
 
-    def __init__(self, text: str = "Tom went to the [MASK] to open a savings account.", model="bertlab-tiny",
+    def __init__(self, text: str = "Tom went to the [MASK] to open a savings account.", model="bertlab-mini",
                  top_k: int = 5):
         super().__init__(model)
         self.text = W.Text(value=text, description="text", layout=WIDE)
@@ -1001,12 +1021,34 @@ class HeadAblation(Widget):
         b.value = (not b.value) if off is None else bool(off)
 
     def set_ablated(self, heads) -> None:
-        """Switch off exactly `heads` (pairs (layer, head)), every other head on; one recompute."""
-        heads = set(map(tuple, heads))
+        """Switch off exactly `heads` (pairs (layer, head)), every other head on; one recompute.
+
+        A head that does not exist, or an item that is not a (layer, head) pair of ints, is a ValueError
+        and no head changes."""
+        heads = self._check_heads(heads)
         with self._hold():
             for lh, b in self.heads.items():
                 b.value = lh in heads
         self._update_checked()
+
+    def _check_heads(self, heads) -> set[tuple[int, int]]:
+        """`heads` as a set of existing (layer, head) pairs, or a ValueError that shows the expected form."""
+        cfg = self.config if self.heads else None                # no heads: no model loaded
+        where = (f"layers 0 … {cfg.num_hidden_layers - 1}, heads 0 … {cfg.num_attention_heads - 1}" if cfg
+                 else "no model is loaded")
+        if isinstance(heads, (str, bytes)) or not isinstance(heads, Iterable):
+            raise ValueError(f"heads must be a list of (layer, head) pairs, e.g. [(0, 1)], got {heads!r}")
+        checked = set()
+        for item in heads:
+            pair = tuple(item) if isinstance(item, (tuple, list)) else None
+            if pair is None or len(pair) != 2 or not all(
+                    isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in pair):
+                raise ValueError(f"each head is a (layer, head) pair of ints, e.g. [(0, 1)], got {item!r}")
+            pair = (int(pair[0]), int(pair[1]))
+            if pair not in self.heads:
+                raise ValueError(f"head {pair} does not exist: {where}")
+            checked.add(pair)
+        return checked
 
     def _model_changed(self) -> None:
         cfg = self.config
