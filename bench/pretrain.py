@@ -82,7 +82,7 @@ def make_batch(vocab: int, batch: int, seq_len: int, device, seed: int = 0):
 
 
 def adamw(model):
-    from bertlab.pretraining.trainer import param_groups
+    from bertlab.pretraining.schedule import param_groups
     return torch.optim.AdamW(param_groups(model, 0.01), lr=1e-4, betas=(0.9, 0.999), eps=1e-6)
 
 

@@ -31,7 +31,7 @@ from safetensors.torch import load_file
 import bertlab
 from bertlab import Tokenizer
 from bertlab.cli import main
-from bertlab.pretraining.trainer import LAST_RUN, pretrain
+from bertlab.pretraining.trainer import pretrain
 
 WORDS = ("the river bank was muddy after rain and a cat sat on the old mat while children played near "
          "water under bridges of stone so every morning people walked slowly home").split()
@@ -130,10 +130,10 @@ def test_a_copied_run_resumes_in_the_copy_and_leaves_the_original_alone(finished
     copy = tmp_path / "copy"
     shutil.copytree(original, copy)
 
-    pretrain(corpus, copy, resume=True)
+    run = pretrain(corpus, copy, resume=True)
     assert snapshot(original) == before            # not a byte of the original changed
     assert_continues_exactly(copy, finished)
-    assert LAST_RUN["out"] == str(copy)
+    assert run.out == copy
 
 
 def test_a_run_with_relative_paths_resumes_from_another_working_directory(finished, corpus, tmp_path, monkeypatch):

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from bertlab.cli import main
-from bertlab.pretraining.trainer import LAST_RUN, PretrainArgs, latest_checkpoint
+from bertlab.pretraining.trainer import PretrainArgs, latest_checkpoint
 
 WORDS = "the river bank was muddy after rain and a cat sat on the old mat near water under stone".split()
 TINY = ["--preset", "tiny", "--max-len", "32", "--batch-size", "4", "--vocab-size", "300", "--device", "cpu",
@@ -79,7 +79,7 @@ def test_a_tiny_run_then_resume_with_only_steps(corpus, tmp_path, capsys):
     # every other setting comes from the checkpoint (the saved log_every=1 included)
     assert main(["pretrain", "--out", str(out), "--resume", "--steps", "5"]) == 0
     assert steps_logged(out) == [1, 2, 3, 4, 5]
-    assert LAST_RUN["step"] == 5 and latest_checkpoint(out).name == "step-0000005"
+    assert latest_checkpoint(out).name == "step-0000005"
 
     # any spelling argparse accepts counts as given (an abbreviation, a --no- flag)
     assert main(["pretrain", "--out", str(out), "--resume", "--step", "6", "--no-progress"]) == 0
@@ -90,3 +90,31 @@ def test_a_tiny_run_then_resume_with_only_steps(corpus, tmp_path, capsys):
     assert main(["pretrain", "--out", str(out), "--resume", "--lr", "1.0", "--steps", "7"]) == 2
     assert "lr=1.0 (saved: 0.0001)" in capsys.readouterr().err
     assert steps_logged(out)[-1] == 6
+
+
+def test_ctrl_c_is_exit_code_130_after_saving_a_checkpoint(corpus, tmp_path, monkeypatch):
+    # pretrain returns normally on Ctrl-C; the command learns it was interrupted from what pretrain returns
+    from bertlab.pretraining import trainer
+    real, calls = trainer.pretraining_loss, {"n": 0}
+
+    def ctrl_c_in_step_3(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(trainer, "pretraining_loss", ctrl_c_in_step_3)
+    out = tmp_path / "run"
+    assert main(["pretrain", corpus, "--out", str(out), *TINY, "--steps", "5", "--log-every", "1"]) == 130
+    assert steps_logged(out) == [1, 2] and latest_checkpoint(out).name == "step-0000002"
+    monkeypatch.setattr(trainer, "pretraining_loss", real)
+    assert main(["pretrain", "--out", str(out), "--resume"]) == 0
+    assert steps_logged(out) == [1, 2, 3, 4, 5]
+
+
+def test_help_text_comes_from_the_pretrain_args_fields(capsys):
+    with pytest.raises(SystemExit):
+        main(["pretrain", "--help"])
+    text = "".join(capsys.readouterr().out.split())     # argparse wraps lines, even at hyphens: drop all spaces
+    for f in dataclasses.fields(PretrainArgs):
+        assert "".join(f.metadata["help"].split()) in text, f"{f.name}'s help missing from --help"

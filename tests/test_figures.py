@@ -21,7 +21,7 @@ import torch.nn.functional as F
 import bertlab
 from bertlab import viz
 from bertlab.pretraining import mask_tokens
-from bertlab.pretraining.trainer import lr_at
+from bertlab.pretraining.schedule import lr_at
 from bertlab.probe import fill_mask, next_sentence
 from bertlab.viz.figures import LAYOUT
 

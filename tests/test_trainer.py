@@ -25,7 +25,9 @@ import bertlab
 from bertlab import BertConfig, BertForPreTraining
 from bertlab.model.heads import IGNORE
 from bertlab.pretraining import trainer
-from bertlab.pretraining.trainer import LAST_RUN, latest_checkpoint, lr_at, param_groups, pretrain, pretraining_loss
+from bertlab.pretraining.runfolder import latest_checkpoint
+from bertlab.pretraining.schedule import lr_at, param_groups
+from bertlab.pretraining.trainer import pretrain, pretraining_loss
 
 WORDS = ("the river bank was muddy after rain and a cat sat on the old mat while children played near "
          "water under bridges of stone so every morning people walked slowly home").split()
@@ -115,16 +117,17 @@ def test_ctrl_c_saves_a_checkpoint_and_resume_continues_exactly(corpus, run_a, t
         if m["step"] == 3:
             raise KeyboardInterrupt
 
-    model, tok = pretrain(corpus, tmp_path, callbacks=[ctrl_c], **RUN_A)   # returns, does not raise
+    run = pretrain(corpus, tmp_path, callbacks=[ctrl_c], **RUN_A)   # returns, does not raise
+    model, tok = run                                                  # still the pair (model, tokenizer)
     assert isinstance(model, BertForPreTraining) and tok.vocab_size <= 300
-    assert LAST_RUN["interrupted"] is True and LAST_RUN["step"] == 3
+    assert run.interrupted is True and run.step == 3
     root = tmp_path / "checkpoints"
     assert (root / "latest").read_text().strip() == "step-0000003"
     assert (root / "step-0000003" / "trainer_state.pt").exists()
     assert max(metrics(tmp_path)) == 3
 
-    pretrain(corpus, tmp_path, resume=True, steps=8)
-    assert LAST_RUN["interrupted"] is False and LAST_RUN["step"] == 8
+    run = pretrain(corpus, tmp_path, resume=True, steps=8)
+    assert run.interrupted is False and run.step == 8
     assert_same_losses(metrics(tmp_path), metrics(run_a), range(1, 9), atol=1e-6)
     assert_same_weights(tmp_path, run_a)
 
@@ -142,8 +145,8 @@ def test_ctrl_c_in_the_middle_of_a_step_still_resumes_exactly(corpus, run_a, tmp
         return real(*args, **kwargs)
 
     monkeypatch.setattr(trainer, "pretraining_loss", interrupt_in_step_4)
-    pretrain(corpus, tmp_path, **RUN_A)
-    assert LAST_RUN["interrupted"] is True and LAST_RUN["step"] == 3
+    run = pretrain(corpus, tmp_path, **RUN_A)
+    assert run.interrupted is True and run.step == 3
     monkeypatch.setattr(trainer, "pretraining_loss", real)
 
     pretrain(corpus, tmp_path, resume=True)
@@ -166,8 +169,8 @@ def test_ctrl_c_during_the_optimizer_step_lets_the_step_finish(corpus, run_a, tm
         return real_step(self, *args, **kwargs)
 
     monkeypatch.setattr(torch.optim.AdamW, "step", step_with_sigint)
-    pretrain(corpus, tmp_path, **RUN_A)
-    assert LAST_RUN["interrupted"] is True and LAST_RUN["step"] == 3
+    run = pretrain(corpus, tmp_path, **RUN_A)
+    assert run.interrupted is True and run.step == 3
     assert (tmp_path / "checkpoints" / "latest").read_text().strip() == "step-0000003"
     monkeypatch.setattr(torch.optim.AdamW, "step", real_step)
 

@@ -2,20 +2,17 @@
 
     model, tok = pretrain("my_corpus/", "runs/tiny", preset="tiny", steps=2000)
 
-The loop, per optimizer step:
+The loop, per optimizer step (`_Run._step`):
     global batch of NSP pairs → dynamic 15 % masking (80/10/10) → forward (MLM logits only at the chosen
     positions) → MLM loss + NSP loss → backward (accumulated over micro-batches) → clip to 1.0 → AdamW →
-    learning rate: linear warm-up, then linear decay to zero.
+    learning rate: linear warm-up, then linear decay to zero (schedule.py).
 
 Three design choices make stopping, scaling and mistakes safe:
 - **Exact resume.** A checkpoint holds the model, the optimizer, the step, every random generator and the
   data stream's position, so `resume=True` continues with exactly the losses an uninterrupted run would have.
-  Checkpoints are written to a temporary folder and renamed into place, and the `latest` pointer is
-  replaced atomically: a crash mid-write never leaves a half-written checkpoint as the latest.
 - **A run folder belongs to one run.** A new run refuses a folder that holds one (`resume=True` continues
-  it, `overwrite=True` replaces it), a lock file stops a second process writing there, and every path a
-  checkpoint stores is relative to its folder, so a moved or copied run resumes in place from any working
-  directory. Resume falls back past a torn or missing checkpoint to the newest one that reads back whole.
+  it, `overwrite=True` replaces it), a lock stops a second process writing there, checkpoints are published
+  atomically, and stored paths are relative to the folder. All of that lives in runfolder.py.
 - **DDP that changes nothing.** Under `torchrun`, every process reads the same stream and masks the same
   global batch, then keeps its own rows. Losses are sums divided by the *global* number of masked tokens
   and pairs, so the averaged gradient is exactly the single-process gradient of the same global batch.
@@ -28,100 +25,111 @@ import json
 import logging
 import os
 import random
-import re
 import shutil
 import signal
-import socket
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
-
-try:
-    import fcntl   # the run-folder lock; Windows has no flock, and runs there go unlocked
-except ImportError:
-    fcntl = None
+from typing import Callable, NamedTuple, Sequence
 
 import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from ..checkpoint import load, load_weights, normalise_keys, read_state_dict, resolve, save
+from ..checkpoint import load, load_weights, resolve, save
 from ..config import BertConfig
 from ..model.bert import default_device
 from ..model.heads import IGNORE, BertForPreTraining
 from ..tokenizer import Tokenizer
+from . import runfolder
 from .data import PretrainingData, collate, iter_texts, read_documents
 from .masking import mask_tokens
+from .runfolder import latest_checkpoint  # noqa: F401  (scripts import it from here)
+from .schedule import lr_at, param_groups
 
 log = logging.getLogger(__name__)
 
 Callback = Callable[[dict], None]
-LAST_RUN: dict = {}  # how the latest run in this process ended (the command line turns Ctrl-C into exit code 130)
+
+
+def _option(default, help: str):
+    """A PretrainArgs field: its default, and the text `bertlab pretrain --help` shows for its flag."""
+    return field(default=default, metadata={"help": help})
 
 
 @dataclass
 class PretrainArgs:
-    """Everything that defines a run. Saved in every checkpoint, so `resume` needs only the output folder."""
-    corpus: list[str]
-    out: str
-    preset: str = "tiny"
-    steps: int = 1000
-    batch_size: int = 32            # sequences per optimizer step (the global batch, over all processes)
-    grad_accum: int = 1             # micro-batches per step: batch_size / grad_accum sequences per forward
-    max_len: int = 128              # tokens per sequence, [CLS] A [SEP] B [SEP] included
-    lr: float = 1e-4                # the paper's; tiny models train well with 5e-4 … 1e-3
-    warmup_steps: int | None = None  # default: 10 % of the steps (the paper: 10,000 of 1,000,000)
-    weight_decay: float = 0.01
-    clip: float = 1.0
-    mask_probability: float = 0.15
-    mask_mode: str = "dynamic"      # "dynamic": re-drawn every batch; "bert": Google's fixed count per sequence
-    whole_word: bool = False
-    max_predictions: int = 20
-    nsp_balance: bool = False       # exactly 50 / 50 IsNext / NotNext (make_pairs(balance=True)); Google: ~55 / 45
-    init: str | None = None         # continue pre-training from a checkpoint (a folder or a bundled name, e.g.
-                                    # "minilm"): its sizes, its encoder weights and, unless --tokenizer is
-                                    # given, its tokenizer; heads it lacks (MLM, NSP) start fresh
-    tokenizer: str | None = None    # vocab.txt / tokenizer.json / folder; default: train one on the corpus
-    vocab_size: int = 8000          # when training a tokenizer
-    lowercase: bool = True
-    strip_accents: bool | None = None  # None: with lowercase (as BERT-uncased); False keeps Hangul syllables whole
-    layers: int | None = None       # override the preset's size: num_hidden_layers …
-    hidden: int | None = None       # … hidden_size …
-    heads: int | None = None        # … num_attention_heads (default with --hidden: hidden / 64) …
-    intermediate: int | None = None  # … and intermediate_size (default with --hidden: 4 × hidden)
-    hidden_dropout: float | None = None    # override the preset's 0.1
-    attention_dropout: float | None = None
-    max_position_embeddings: int | None = None  # default: max_len (positions past it would never be trained)
-    seed: int = 0
-    save_every: int = 500
-    keep_checkpoints: int = 2
-    log_every: int = 10
-    eval_corpus: list[str] | None = None   # held-out text, scored at the end (MLM top-1, NSP accuracy)
-    bf16: bool | None = None        # None: on CUDA yes, on the CPU no
-    compile: bool = False
-    device: str | None = None
-    progress: bool = True
+    """Everything that defines a run. Saved in every checkpoint, so `resume` needs only the output folder.
+
+    Each field is a flag of `bertlab pretrain` (`max_len` is `--max-len`) and its metadata "help" is that
+    flag's help text, so the command line and `pretrain(...)` are one list and cannot drift apart.
+    """
+    corpus: list[str] = field(metadata={"help": "text files or folders (with --resume: only if the run's corpus "
+                                                "has moved, to say where it is now)"})
+    out: str = field(metadata={"help": "output folder: the model, metrics.jsonl, checkpoints/"})
+    preset: str = _option("tiny", "model size: tiny (L2/H128), mini (L4/H256), small, medium, base, large")
+    steps: int = _option(1000, "optimizer steps to train to (with --resume: the new total)")
+    batch_size: int = _option(32, "sequences per optimizer step, over all processes")
+    grad_accum: int = _option(1, "micro-batches per step (batch_size / grad_accum sequences per forward pass)")
+    max_len: int = _option(128, "tokens per sequence, [CLS] A [SEP] B [SEP] included")
+    lr: float = _option(1e-4, "peak learning rate (paper: 1e-4; tiny models like 5e-4 to 1e-3)")
+    warmup_steps: int | None = _option(None, "linear warm-up steps (default: 10% of --steps), then linear decay "
+                                             "to zero")   # the paper: 10,000 of 1,000,000
+    weight_decay: float = _option(0.01, "AdamW weight decay, not applied to biases and LayerNorm")
+    clip: float = _option(1.0, "gradient-norm clipping threshold")
+    mask_probability: float = _option(0.15, "share of tokens chosen for masked LM")
+    mask_mode: str = _option("dynamic", "dynamic: every token chosen independently, re-drawn each batch; "
+                                        "bert: Google's exact count per sequence")
+    whole_word: bool = _option(False, "mask all WordPieces of a word together")
+    max_predictions: int = _option(20, "cap on chosen tokens per sequence in --mask-mode bert")
+    nsp_balance: bool = _option(False, "exactly 50/50 IsNext/NotNext pairs (Google's recipe gives fewer IsNext "
+                                       "on short documents)")   # make_pairs(balance=True); Google: ~55 / 45
+    init: str | None = _option(None, "continue pre-training from a checkpoint folder or bundled name (e.g. "
+                                     "minilm): its sizes, encoder weights and tokenizer; missing MLM/NSP heads "
+                                     "start fresh")
+    tokenizer: str | None = _option(None, "vocab.txt, tokenizer.json or a folder; default: train a WordPiece "
+                                          "vocabulary on the corpus")
+    vocab_size: int = _option(8000, "vocabulary size when training a tokenizer")
+    lowercase: bool = _option(True, "lowercase text when training a tokenizer")
+    strip_accents: bool | None = _option(None, "strip accents when training a tokenizer (default: with "
+                                               "--lowercase; --no-strip-accents keeps Hangul syllables whole)")
+    layers: int | None = _option(None, "override the preset's number of layers")
+    hidden: int | None = _option(None, "override the preset's hidden size (the feed-forward size follows at 4x "
+                                       "unless --intermediate)")
+    heads: int | None = _option(None, "override the preset's number of attention heads (must divide the hidden "
+                                      "size; default with --hidden: hidden / 64)")
+    intermediate: int | None = _option(None, "override the preset's feed-forward size")
+    hidden_dropout: float | None = _option(None, "override the preset's hidden dropout (0.1)")
+    attention_dropout: float | None = _option(None, "override the preset's attention dropout (0.1)")
+    max_position_embeddings: int | None = _option(None, "learned positions (default: --max-len)")  # more: never trained
+    seed: int = _option(0, "seed for initialisation, data order, pairs and masks")
+    save_every: int = _option(500, "write a checkpoint every N steps (also at the end and on Ctrl-C)")
+    keep_checkpoints: int = _option(2, "how many recent checkpoints to keep")
+    log_every: int = _option(10, "append a line to DIR/metrics.jsonl every N steps")
+    eval_corpus: list[str] | None = _option(None, "held-out text files or folders, scored at the end (MLM top-1, "
+                                                  "NSP accuracy)")
+    bf16: bool | None = _option(None, "bfloat16 autocast (default: on for CUDA, off for the CPU)")
+    compile: bool = _option(False, "torch.compile the model")
+    device: str | None = _option(None, "cpu, cuda, cuda:1 … (default: cuda if available)")
+    progress: bool = _option(True, "show a progress bar")
 
 
-# ---- pieces a reader (and a notebook) can use on their own ----------------------------------------
+class PretrainResult(tuple):
+    """What `pretrain` returns: the pair `(model, tokenizer)`, so `model, tok = pretrain(...)` reads as ever,
+    carrying how the run ended as attributes.
 
-def lr_at(step: int, steps: int, warmup: int, peak: float) -> float:
-    """Linear warm-up over `warmup` steps to `peak`, then linear decay to zero at `steps` (the paper's schedule)."""
-    if step < warmup:
-        return peak * (step + 1) / warmup
-    return peak * max(0.0, (steps - step) / max(1, steps - warmup))
+    `interrupted`: Ctrl-C stopped it before `steps` (the command line then exits with 130); `step`: the last
+    finished step, the one the final checkpoint holds; `out`: the run folder. A tuple of two rather than a
+    NamedTuple of five, because unpacking must keep giving exactly the model and the tokenizer.
+    """
+    model = property(lambda self: self[0])
+    tokenizer = property(lambda self: self[1])
 
-
-def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
-    """Weight decay on weight matrices and embeddings, none on biases and LayerNorm (as Google's BERT)."""
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        if not p.requires_grad:
-            continue
-        (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    def __new__(cls, model: BertForPreTraining, tokenizer: Tokenizer, *, interrupted: bool, step: int, out: Path):
+        result = super().__new__(cls, (model, tokenizer))
+        result.interrupted, result.step, result.out = interrupted, step, out
+        return result
 
 
 def pretraining_loss(out, labels: torch.Tensor, nsp_labels: torch.Tensor, n_masked: int, n_pairs: int):
@@ -130,8 +138,8 @@ def pretraining_loss(out, labels: torch.Tensor, nsp_labels: torch.Tensor, n_mask
     `out.prediction_logits` holds logits only at the masked positions (N, V), in the order of
     `labels[labels != -100]`: the head never projects the other 85 % onto the vocabulary.
     """
-    target = labels[labels != IGNORE]
-    mlm_logits = out.prediction_logits.float()
+    target = labels[labels != IGNORE]                                    # (N,)
+    mlm_logits = out.prediction_logits.float()                           # (N, V)
     mlm = F.cross_entropy(mlm_logits, target, reduction="sum") / max(1, n_masked)
     nsp = F.cross_entropy(out.seq_relationship_logits.float(), nsp_labels, reduction="sum") / max(1, n_pairs)
     correct_mlm = (mlm_logits.argmax(-1) == target).sum()
@@ -139,40 +147,18 @@ def pretraining_loss(out, labels: torch.Tensor, nsp_labels: torch.Tensor, n_mask
     return mlm, nsp, correct_mlm, correct_nsp
 
 
-# ---- the run -------------------------------------------------------------------------------------
-
-class _Dist:
-    """torchrun's environment, or a single process."""
-
-    def __init__(self, device_arg):
-        self.world = int(os.environ.get("WORLD_SIZE", "1"))
-        self.rank = int(os.environ.get("RANK", "0"))
-        local = int(os.environ.get("LOCAL_RANK", "0"))
-        if self.world > 1:
-            cuda = torch.cuda.is_available() and device_arg != "cpu"
-            self.device = torch.device(f"cuda:{local}") if cuda else torch.device("cpu")
-            if cuda:
-                torch.cuda.set_device(self.device)
-            if not torch.distributed.is_initialized():
-                torch.distributed.init_process_group("nccl" if cuda else "gloo")
-        else:
-            self.device = default_device(device_arg)
-        self.main = self.rank == 0
-
-    def barrier(self):
-        if self.world > 1:
-            torch.distributed.barrier()
-
+# ---- starting a run ------------------------------------------------------------------------------
 
 def pretrain(corpus: str | os.PathLike | Sequence[str | os.PathLike] | None, out: str | os.PathLike, *,
-             resume: bool = False, overwrite: bool = False, callbacks: Sequence[Callback] = (), **kwargs):
+             resume: bool = False, overwrite: bool = False, callbacks: Sequence[Callback] = (),
+             **kwargs) -> PretrainResult:
     """Pre-train a `BertForPreTraining` on plain text; returns `(model, tokenizer)`, also saved in `out`.
 
     `corpus`: text files or folders (a blank line separates documents). Keyword arguments are the fields of
     `PretrainArgs`. `resume=True` continues the latest checkpoint in `out` exactly (pass a larger
     `steps` to train further); the corpus is the run's own, so it may be `None`. `callbacks` are called on
     the main process with each logged metrics dict. Ctrl-C saves a checkpoint at the last finished step and
-    returns the model trained so far.
+    returns the model trained so far: the returned pair's `.interrupted` says so (see `PretrainResult`).
 
     A run never destroys another: an `out` that holds a run is an error unless `resume=True` (continue it)
     or `overwrite=True` (replace it), and a lock file in `out` stops a second run writing there.
@@ -187,14 +173,14 @@ def pretrain(corpus: str | os.PathLike | Sequence[str | os.PathLike] | None, out
     if resume and overwrite:
         raise ValueError(f"--resume (resume=True) continues the run in {out} and --overwrite (overwrite=True) "
                          "replaces it: pass one or the other")
-    _check_out(out)
+    runfolder.check_out(out)
     main = int(os.environ.get("RANK", "0")) == 0     # under torchrun, process 0 holds the lock for all
-    with _locked(out) if main else contextlib.nullcontext():
+    with runfolder.locked(out) if main else contextlib.nullcontext():
         if resume:
-            state = _resume_point(out)
-            args = _resumed_args(state, paths, out, kwargs)
+            state = runfolder.resume_point(out)
+            args = PretrainArgs(**runfolder.resumed_args(state, paths, out, kwargs))
         else:
-            found = _run_files(out)
+            found = runfolder.run_files(out)
             if found and not overwrite:
                 raise FileExistsError(f"--out {out} already holds a run ({', '.join(found)}): continue it with "
                                       "--resume (resume=True), replace it with --overwrite (overwrite=True), or "
@@ -203,317 +189,9 @@ def pretrain(corpus: str | os.PathLike | Sequence[str | os.PathLike] | None, out
         _check_args(args)
         # the tokenizer is trained and the corpus checked before an old run is deleted: bad input deletes nothing
         run = _Run(args, state, callbacks)
-        if overwrite and main and _run_files(out):
-            _remove_run(out)
+        if overwrite and main and runfolder.run_files(out):
+            runfolder.remove_run(out)
         return run.train()
-
-
-_RESUMABLE = ("steps", "save_every", "log_every", "progress", "device", "eval_corpus", "keep_checkpoints")
-
-
-def _resumed_args(state: dict, paths: list[str], out: Path, kwargs: dict) -> PretrainArgs:
-    """The saved run's settings, in `out`, with the options that resume may change.
-
-    `out` is always the folder given, never the one the checkpoint was written in: a copied run folder
-    resumes in the copy and leaves the original alone.
-    """
-    saved = dict(state["args"])
-    if state.get("paths") == _RUN_RELATIVE:
-        saved = _map_paths(saved, lambda p: _from_run(p, out))
-        if "files" in state["data"]:
-            state["data"]["files"] = [_from_run(f, out) for f in state["data"]["files"]]
-    saved["out"] = str(out)
-    changed = [k for k, v in kwargs.items() if k not in _RESUMABLE and _canonical(v) != _canonical(saved.get(k))]
-    if changed:  # refuse rather than silently train on with the saved value
-        raise ValueError("resume continues the saved run exactly, so these cannot change: "
-                         + ", ".join(f"{k}={kwargs[k]!r} (saved: {saved.get(k)!r})" for k in changed)
-                         + f". Only {', '.join(_RESUMABLE)} can; start a new run in another folder instead.")
-    saved.update({k: v for k, v in kwargs.items() if k in _RESUMABLE})
-    corpus = _resumed_corpus(saved["corpus"], paths, out)
-    if corpus != saved["corpus"]:
-        state["data"].pop("files", None)   # the saved names are of the missing files: nothing to compare with
-    saved["corpus"] = corpus
-    gone = [p for p in saved.get("eval_corpus") or [] if not os.path.exists(p)]
-    if gone:  # found now, not after the training: held-out scores are not worth stopping the run for
-        log.warning("the run's held-out corpus %s is not there any more: no held-out scores at the end (pass "
-                    "--eval-corpus with its new location to have them)", ", ".join(gone))
-        saved["eval_corpus"] = None
-    if saved["steps"] <= state["step"]:
-        more = 2 * state["step"]
-        raise ValueError(f"the run in {out} is already at step {state['step']}, so steps={saved['steps']} leaves "
-                         f"nothing to train: to train further, pass a larger --steps, e.g. --steps {more} "
-                         f"(steps={more} in Python)")
-    return PretrainArgs(**saved)
-
-
-def _resumed_corpus(saved: list[str], given: list[str], out: Path) -> list[str]:
-    """The corpus a resumed run reads: its own, or the one given in its place when its own has gone.
-
-    A corpus given with resume is never silently ignored. The run's own files (however spelt) are fine;
-    other files are refused while the run's own are there, since the saved position in the data stream means
-    nothing in other text; they are used when the run's own are missing (the corpus was moved).
-    """
-    missing = [p for p in saved if not os.path.exists(p)]
-    if not given or _canonical(given) == _canonical(saved):
-        if missing:
-            raise FileNotFoundError(f"the run's corpus {', '.join(missing)} is not there any more: give its new "
-                                    f"location, e.g. `bertlab pretrain NEW_PATH --out {out} --resume`")
-        return saved
-    if not missing:
-        raise ValueError(f"resume continues the run on its own corpus ({', '.join(saved)}), not on "
-                         f"{', '.join(given)}: leave the corpus out to continue, or train on the new text as a "
-                         "new run (another --out, or --overwrite)")
-    log.warning("the run's corpus %s is not there any more: continuing on %s, which must hold the same text for "
-                "the run to continue exactly", ", ".join(missing), ", ".join(given))
-    return given
-
-
-# ---- the run folder: what it holds, where its paths point, who writes it --------------------------
-
-# What a run writes into its folder: any of these there means the folder holds a run ...
-_RUN_FILES = ("checkpoints", "metrics.jsonl", "model.safetensors", "config.json")
-# ... and the rest of its final model (bertlab.save), which overwrite removes with them.
-_MODEL_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
-_CHECKPOINT = re.compile(r"step-\d+")    # checkpoints/step-0000400: the only names `latest` may hold
-_LOCK = ".pretrain.lock"
-
-
-def _check_out(out: Path) -> None:
-    """An `out` that is a file, or lies under one, fails now rather than after the tokenizer is trained."""
-    for folder in (out, *out.parents):
-        if folder.exists():
-            if not folder.is_dir():
-                raise NotADirectoryError(f"--out {out} is not a folder ({folder} is a file): pass a folder for "
-                                         "the run (it is made if missing)")
-            return
-
-
-def _run_files(out: Path) -> list[str]:
-    return [name for name in _RUN_FILES if (out / name).exists()]
-
-
-def _remove_run(out: Path) -> None:
-    """overwrite=True: delete the run in `out` (checkpoints, metrics, final model), nothing else in the folder."""
-    log.warning("overwrite: deleting the run in %s (%s)", out, ", ".join(_run_files(out)))
-    for name in _RUN_FILES + _MODEL_FILES:
-        path = out / name
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        elif path.exists() or path.is_symlink():
-            path.unlink()
-
-
-@contextlib.contextmanager
-def _locked(out: Path):
-    """Hold `out/.pretrain.lock` while this process reads and writes the run folder `out` (made if missing).
-
-    Two runs writing one folder delete each other's checkpoints, so a second run stops with a message naming
-    the first (pid, host, start time). The lock is an flock, which the system drops when its process ends,
-    however it ends: a killed run leaves the file but not the lock, and the next run takes the file over.
-    Folders made here are removed again if the run leaves nothing in them (it failed on bad input).
-    """
-    made = [p for p in (out, *out.parents) if not p.exists()]     # deepest first
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / _LOCK
-    fd = _lock(path) if fcntl is not None else None
-    try:
-        yield
-    finally:
-        if fd is not None:
-            path.unlink(missing_ok=True)   # before letting go, so a run waiting on this file sees it was released
-            os.close(fd)
-        for folder in made:
-            try:
-                folder.rmdir()
-            except OSError:
-                break                      # not empty: the run wrote something
-
-
-def _lock(path: Path) -> int:
-    """Open and flock `path`, or raise naming the run that holds it; returns the file descriptor."""
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _lock_holder(fd) or "it has not written its details yet"
-            os.close(fd)
-            raise FileExistsError(f"{path.parent} is in use by another run ({holder}): wait for it to end, stop "
-                                  "it, or choose another --out") from None
-        except OSError as e:               # a file system without locks (some network mounts)
-            log.warning("cannot lock %s (%s): nothing stops a second run writing to this folder", path, e)
-            break
-        try:
-            ours = os.path.samestat(os.fstat(fd), os.stat(path))
-        except FileNotFoundError:
-            ours = False
-        if ours:
-            break
-        os.close(fd)                       # its holder deleted the file as it ended: lock the new one
-    previous = _lock_holder(fd)
-    if previous:
-        log.warning("taking over %s from %s, which ended without removing it", path, previous)
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                              "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}).encode(), 0)
-    return fd
-
-
-def _lock_holder(fd: int) -> str:
-    """The run a lock file names, in words; "" for an empty file."""
-    raw = os.pread(fd, 4096, 0)
-    if not raw.strip():
-        return ""
-    try:
-        holder = json.loads(raw)
-        return f"pid {holder['pid']} on host {holder['host']}, started {holder['started']}"
-    except (ValueError, KeyError, TypeError):
-        return f"a process that wrote {raw[:80]!r}"
-
-
-# Every path a run stores is relative to its own folder: a run folder resumes from any working directory,
-# and a copy of one resumes on its own files instead of reaching back into the original.
-_RUN_RELATIVE = "relative to the run folder"   # trainer_state["paths"] in checkpoints that store paths so
-_PATH_FIELDS = ("corpus", "eval_corpus", "tokenizer", "init")
-
-
-def _to_run(path: str, run: Path) -> str:
-    """A path as the run folder stores it: relative to the folder, spelt ./… or ../… (a name such as
-    init="minilm" that is not a file stays as it is)."""
-    if not os.path.exists(path):
-        return path
-    try:
-        rel = os.path.relpath(os.path.realpath(path), os.path.realpath(run))
-    except ValueError:                     # Windows: no relative path leads to another drive
-        return os.path.realpath(path)
-    return rel if rel.startswith(os.pardir) else os.path.join(os.curdir, rel)
-
-
-def _from_run(path: str, run: Path) -> str:
-    """A path the run folder stored, as one to open from the working directory."""
-    if path == os.curdir or path.startswith((os.curdir + os.sep, os.pardir)):
-        return os.path.normpath(os.path.join(os.path.realpath(run), path))
-    return path
-
-
-def _map_paths(args: dict, convert: Callable[[str], str]) -> dict:
-    """`args` (a PretrainArgs as a dict) with every path passed through `convert`."""
-    mapped = dict(args)
-    for name in _PATH_FIELDS:
-        value = mapped.get(name)
-        if isinstance(value, list):
-            mapped[name] = [convert(p) for p in value]
-        elif isinstance(value, str):
-            mapped[name] = convert(value)
-    return mapped
-
-
-def _canonical(value):
-    """Paths as the files they name, so `data/x.txt` and `/home/me/data/x.txt` compare equal; others as they are."""
-    if isinstance(value, (list, tuple)):
-        return [_canonical(v) for v in value]
-    if isinstance(value, (str, os.PathLike)) and os.path.exists(value):
-        return os.path.realpath(value)
-    return value
-
-
-# ---- checkpoints: which one to resume from ---------------------------------------------------------
-
-def _checkpoints(out: Path, problems: list[str] | None = None) -> list[Path]:
-    """The run's checkpoint folders, best first: the one `latest` names, then the others, newest first.
-
-    `latest` is followed only to a step-N folder inside checkpoints/: a pointer edited to `../../other_run`
-    must not resume, and then write into, another run. What is wrong with `latest` goes into `problems`.
-    """
-    root = Path(out) / "checkpoints"
-    folders = sorted((p for p in root.glob("step-*") if _CHECKPOINT.fullmatch(p.name) and p.is_dir()),
-                     key=_step_of, reverse=True)
-    note = problems.append if problems is not None else (lambda _: None)
-    try:
-        name = (root / "latest").read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        if folders:
-            note("checkpoints/latest is missing")
-        return folders
-    except (OSError, UnicodeDecodeError) as e:
-        note(f"checkpoints/latest cannot be read ({type(e).__name__})")
-        return folders
-    if not _CHECKPOINT.fullmatch(name):
-        note(f"checkpoints/latest names {name[:80]!r}, which is not a checkpoint folder of this run")
-        return folders
-    if root / name not in folders:
-        note(f"checkpoints/latest names {name}, which is missing")
-        return folders
-    return [root / name] + [p for p in folders if p != root / name]
-
-
-def _step_of(checkpoint: Path) -> int:
-    return int(checkpoint.name[len("step-"):])
-
-
-def latest_checkpoint(out: Path) -> Path | None:
-    """The checkpoint folder resume starts from: the one `latest` names, else the newest with a trainer state.
-
-    A quick look at file names; resume itself also reads every file and falls back further if one is torn.
-    """
-    return next((p for p in _checkpoints(out) if (p / "trainer_state.pt").is_file()), None)
-
-
-def _read_checkpoint(checkpoint: Path) -> dict:
-    """Everything resume takes from one checkpoint folder, read whole.
-
-    Raises ValueError naming the part that is missing or torn: torch, safetensors and tokenizers each raise
-    their own kind of error for a torn file, and the reader needs the file's name more than the error's type.
-    """
-    parts = {
-        "trainer_state.pt": lambda: torch.load(checkpoint / "trainer_state.pt", map_location="cpu",
-                                               weights_only=True),
-        "rng-rank0.pt": lambda: torch.load(checkpoint / "rng-rank0.pt", map_location="cpu",
-                                           weights_only=True),   # checked here; each process reads its own later
-        "tokenizer": lambda: Tokenizer.from_file(checkpoint),
-        "model.safetensors": lambda: normalise_keys(read_state_dict(checkpoint)),
-    }
-    read = {}
-    for part, reader in parts.items():
-        try:
-            read[part] = reader()
-        except Exception as e:
-            reason = "missing" if isinstance(e, FileNotFoundError) else (str(e).strip().splitlines() or [""])[0][:200]
-            raise ValueError(f"{part}: {type(e).__name__}: {reason or 'cut short'}") from e
-        if part == "trainer_state.pt":
-            state = read[part]
-            missing = {"args", "step", "optimizer", "data", "mask_generator"} - set(state)
-            if missing:
-                raise ValueError(f"trainer_state.pt lacks {', '.join(sorted(missing))}")
-    return {**read["trainer_state.pt"], "checkpoint": checkpoint, "tokenizer": read["tokenizer"],
-            "weights": read["model.safetensors"]}
-
-
-def _resume_point(out: Path) -> dict:
-    """The newest checkpoint in `out` that reads back whole, read (`_read_checkpoint`).
-
-    A kill or a full disk can leave the newest checkpoint torn or empty, and a person can delete a file or
-    edit `latest`: resume then falls back to the newest checkpoint that still reads, and says which and why,
-    instead of stopping with a traceback.
-    """
-    problems: list[str] = []
-    candidates = _checkpoints(out, problems)
-    for checkpoint in candidates:
-        try:
-            state = _read_checkpoint(checkpoint)
-        except ValueError as e:
-            problems.append(f"{checkpoint.name} cannot be read ({e})")
-            continue
-        if problems:
-            log.warning("resuming from %s (step %d), the newest checkpoint that reads back whole: %s",
-                        checkpoint, state["step"], "; ".join(problems))
-        return state
-    if candidates:
-        raise ValueError(f"no checkpoint in {out / 'checkpoints'} can be resumed: {'; '.join(problems)}. Start "
-                         "over with --overwrite (overwrite=True), or choose another --out")
-    advice = ("start over with --overwrite (overwrite=True)" if _run_files(out)
-              else "start a new run without --resume")
-    raise FileNotFoundError(f"nothing to resume in {out}: it has no checkpoints ({advice})")
 
 
 def _check_args(a: PretrainArgs) -> None:
@@ -550,7 +228,62 @@ def _size_overrides(a: PretrainArgs) -> dict:
     return {k: v for k, v in sizes.items() if v is not None}
 
 
+# ---- the run -------------------------------------------------------------------------------------
+
+class _Dist:
+    """torchrun's environment, or a single process."""
+
+    def __init__(self, device_arg):
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        if self.world > 1:
+            cuda = torch.cuda.is_available() and device_arg != "cpu"
+            self.device = torch.device(f"cuda:{local}") if cuda else torch.device("cpu")
+            if cuda:
+                torch.cuda.set_device(self.device)
+            if not torch.distributed.is_initialized():
+                torch.distributed.init_process_group("nccl" if cuda else "gloo")
+        else:
+            self.device = default_device(device_arg)
+        self.main = self.rank == 0
+
+    def barrier(self):
+        if self.world > 1:
+            torch.distributed.barrier()
+
+
+@dataclass
+class StepMetrics:
+    """One optimizer step's numbers, over the whole global batch (summed over micro-batches and processes)."""
+    mlm_loss: float = 0.0      # MLM cross-entropy, averaged over the batch's masked tokens
+    nsp_loss: float = 0.0      # NSP cross-entropy, averaged over its sentence pairs
+    mlm_correct: float = 0.0   # masked tokens whose top guess is the original …
+    masked: float = 0.0        # … out of this many masked tokens
+    nsp_correct: float = 0.0   # pairs whose IsNext / NotNext guess is right, out of `pairs`
+    pairs: int = 0             # sentence pairs: the global batch size
+    tokens: float = 0.0        # non-padding tokens, for tokens per second
+    lr: float = 0.0
+    grad_norm: float = 0.0     # before clipping
+    seconds: float = 0.0
+
+
+# the StepMetrics fields each process counts over its own rows, added up over all processes under DDP
+_SUMMED = ("mlm_loss", "nsp_loss", "mlm_correct", "nsp_correct", "masked", "tokens")
+
+
+class _Position(NamedTuple):
+    """Where a checkpoint resumes from: the data stream's position and every random generator's state after
+    the last *finished* step (a Ctrl-C mid-step has already drawn that step's masks and dropout, which the
+    resumed step must draw again)."""
+    data: dict
+    mask_generator: torch.Tensor   # the masking generator, the same on every process
+    rng: dict                      # this process's own generators (dropout): runfolder.rng_state()
+
+
 class _Run:
+    """One run of `PretrainArgs`: its model, optimizer, data stream and generators, new or from a checkpoint."""
+
     def __init__(self, args: PretrainArgs, state: dict | None, callbacks: Sequence[Callback]):
         self.args, self.callbacks = args, list(callbacks)
         self.dist = _Dist(args.device)
@@ -568,7 +301,6 @@ class _Run:
             self.model = self._model()
             self.step = 0
         else:  # pretrain() has read the checkpoint to resume from (the newest intact one in `out`) into `state`
-            ckpt = state["checkpoint"]
             self.tokenizer = state["tokenizer"]
             self.model = self._model()
             load_weights(self.model, state["weights"])
@@ -583,7 +315,7 @@ class _Run:
             self.optimizer.load_state_dict(state["optimizer"])
             self.data.load_state_dict(state["data"])
             self.mask_gen.set_state(state["mask_generator"])
-            self._set_rng(torch.load(ckpt / f"rng-rank{dist.rank}.pt", map_location="cpu", weights_only=True))
+            runfolder.restore_rng(state["checkpoint"], dist.rank)
         self.forward = self.model
         if dist.world > 1:
             self.forward = torch.nn.parallel.DistributedDataParallel(
@@ -633,77 +365,42 @@ class _Run:
         return BertForPreTraining(config, device=self.dist.device).train()
 
     # -- the loop --
-    def train(self):
+    def train(self) -> PretrainResult:
+        """Step until `steps`, logging every `log_every` and checkpointing every `save_every`; a Ctrl-C ends
+        the loop early, and either way the run ends with a checkpoint and the model saved in `out`."""
         a, dist = self.args, self.dist
         if dist.main:
             self.out.mkdir(parents=True, exist_ok=True)
-            self._trim_metrics()
-        micro = a.batch_size // a.grad_accum
-        rows = slice(dist.rank, None, dist.world)
+            runfolder.trim_metrics(self.out, self.step)
         stream = self.data.batches(a.batch_size)
         bar = tqdm(total=a.steps, initial=self.step, disable=not (a.progress and dist.main), desc="pretrain",
                    unit="step", dynamic_ncols=True)
         window = _Window()
         interrupted = False
-        # the stream's position and the random generators' states after the last *finished* step: a Ctrl-C
-        # mid-step has already drawn that step's masks and dropout, which the resumed step must draw again
-        data_state, rng_state = self.data.state_dict(), self._rng_states()
+        self.position = self._position()   # what a checkpoint written now resumes from; each step renews it
         try:
             while self.step < a.steps:
-                t0 = time.perf_counter()
-                # mask the whole global batch at once, then split it: grad_accum and DDP change no mask
-                batch = self._mask(next(stream))
-                n_masked = int((batch["labels"] != IGNORE).sum())
-                masked = []
-                for i in range(0, a.batch_size, micro):
-                    m = {k: v[i:i + micro] for k, v in batch.items()}
-                    T = int(m["attention_mask"].sum(1).max())   # drop columns that are padding in every row
-                    masked.append({k: v[:, :T] if v.dim() == 2 else v for k, v in m.items()})
-                lr = lr_at(self.step, a.steps, self.warmup, a.lr)
-                for g in self.optimizer.param_groups:
-                    g["lr"] = lr
-                self.optimizer.zero_grad(set_to_none=True)
-                sums = torch.zeros(6, dtype=torch.float64)
-                for i, m in enumerate(masked):
-                    mine = {k: v[rows].to(dist.device) for k, v in m.items()}
-                    sync = i == len(masked) - 1 or dist.world == 1
-                    ctx = self.forward.no_sync() if not sync else contextlib.nullcontext()
-                    with ctx:
-                        with torch.autocast(dist.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-                            out = self.forward(mine["input_ids"], mine["token_type_ids"], mine["attention_mask"],
-                                               labels=mine["labels"])
-                        mlm, nsp, c_mlm, c_nsp = pretraining_loss(out, mine["labels"], mine["next_sentence_label"],
-                                                                  n_masked, a.batch_size)
-                        ((mlm + nsp) * dist.world).backward()
-                    sums += torch.tensor([mlm.item(), nsp.item(), c_mlm.item(), c_nsp.item(),
-                                          int((mine["labels"] != IGNORE).sum()), int(mine["attention_mask"].sum())],
-                                         dtype=torch.float64)
-                grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), a.clip)
-                with _deferred_interrupt() as pending:  # weights, step and records change together or not at all
-                    self.optimizer.step()
-                    self.step += 1
-                    data_state, rng_state = self.data.state_dict(), self._rng_states()
-                if dist.world > 1:
-                    torch.distributed.all_reduce(sums)
-                mlm_l, nsp_l, c_mlm, c_nsp, n_m, n_tok = sums.tolist()
-                window.add(mlm_l, nsp_l, c_mlm, n_m, c_nsp, a.batch_size, n_tok, time.perf_counter() - t0)
+                m, held_ctrl_c = self._step(next(stream))
+                window.add(m)
                 if dist.main:
                     bar.update(1)
-                    bar.set_postfix(loss=f"{mlm_l + nsp_l:.3f}", mlm_acc=f"{c_mlm / max(1, n_m):.3f}",
-                                    nsp_acc=f"{c_nsp / a.batch_size:.3f}", tok_s=f"{window.tok_s:,.0f}", refresh=False)
+                    bar.set_postfix(loss=f"{m.mlm_loss + m.nsp_loss:.3f}",
+                                    mlm_acc=f"{m.mlm_correct / max(1, m.masked):.3f}",
+                                    nsp_acc=f"{m.nsp_correct / m.pairs:.3f}", tok_s=f"{window.tok_s:,.0f}",
+                                    refresh=False)
                 if self.step % a.log_every == 0 or self.step == a.steps:
-                    self._log(window.summary(self.step, lr, float(grad_norm)))
+                    self._log(window.summary(self.step))
                     window = _Window()
                 if self.step % a.save_every == 0 and self.step < a.steps:
-                    self._checkpoint(data_state, rng_state)
-                if pending:  # a Ctrl-C held during the optimizer step, now that the step is recorded
+                    self._checkpoint()
+                if held_ctrl_c:  # a Ctrl-C held during the optimizer update, now that the step is recorded
                     raise KeyboardInterrupt
         except KeyboardInterrupt:
             interrupted = True
             log.warning("interrupted at step %d: saving a checkpoint; continue with resume=True", self.step)
         finally:
             bar.close()
-        self._checkpoint(data_state, rng_state)
+        self._checkpoint()
         if dist.main:
             save(self.model, self.tokenizer, self.out)
             if a.eval_corpus and not interrupted:
@@ -712,8 +409,51 @@ class _Run:
                 self._log({"step": self.step, "eval": asdict(result)})
         dist.barrier()
         self.model.eval()
-        LAST_RUN.update(interrupted=interrupted, step=self.step, out=str(self.out))
-        return self.model, self.tokenizer
+        return PretrainResult(self.model, self.tokenizer, interrupted=interrupted, step=self.step, out=self.out)
+
+    def _step(self, examples) -> tuple[StepMetrics, bool]:
+        """One optimizer step on a global batch of NSP pairs; returns its metrics, and whether a Ctrl-C came
+        during the optimizer update (held until the update and `self.position` are done, for the loop to raise).
+        """
+        a, dist = self.args, self.dist
+        t0 = time.perf_counter()
+        # mask the whole global batch at once, then split it: grad_accum and DDP change no mask
+        batch = self._mask(examples)                                     # each (batch_size, L)
+        n_masked = int((batch["labels"] != IGNORE).sum())
+        micro_batches = self._split(batch)
+        lr = lr_at(self.step, a.steps, self.warmup, a.lr)
+        for g in self.optimizer.param_groups:
+            g["lr"] = lr
+        self.optimizer.zero_grad(set_to_none=True)
+        sums = dict.fromkeys(_SUMMED, 0.0)
+        rows = slice(dist.rank, None, dist.world)                      # this process's rows of each micro-batch
+        for i, mb in enumerate(micro_batches):
+            mine = {k: v[rows].to(dist.device) for k, v in mb.items()}  # (micro / world, T)
+            sync = i == len(micro_batches) - 1 or dist.world == 1     # DDP averages gradients on the last only
+            with self.forward.no_sync() if not sync else contextlib.nullcontext():
+                with torch.autocast(dist.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+                    out = self.forward(mine["input_ids"], mine["token_type_ids"], mine["attention_mask"],
+                                       labels=mine["labels"])
+                mlm, nsp, c_mlm, c_nsp = pretraining_loss(out, mine["labels"], mine["next_sentence_label"],
+                                                          n_masked, a.batch_size)
+                ((mlm + nsp) * dist.world).backward()   # DDP divides by world: undo it, the losses are global
+            sums["mlm_loss"] += mlm.item()
+            sums["nsp_loss"] += nsp.item()
+            sums["mlm_correct"] += c_mlm.item()
+            sums["nsp_correct"] += c_nsp.item()
+            sums["masked"] += int((mine["labels"] != IGNORE).sum())
+            sums["tokens"] += int(mine["attention_mask"].sum())
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), a.clip)
+        with _deferred_interrupt() as held:  # weights, step and resume position change together or not at all
+            self.optimizer.step()
+            self.step += 1
+            self.position = self._position()
+        if dist.world > 1:
+            total = torch.tensor([sums[k] for k in _SUMMED], dtype=torch.float64)
+            torch.distributed.all_reduce(total)
+            sums = dict(zip(_SUMMED, total.tolist()))
+        return StepMetrics(**sums, pairs=a.batch_size, lr=lr, grad_norm=float(grad_norm),
+                           seconds=time.perf_counter() - t0), bool(held)
 
     def _mask(self, examples) -> dict[str, torch.Tensor]:
         batch = collate(examples, self.tokenizer.pad_id)
@@ -721,6 +461,19 @@ class _Run:
                                      generator=self.mask_gen, mode=self.args.mask_mode,
                                      max_predictions=self.args.max_predictions, whole_word=self.args.whole_word)
         return {**batch, "input_ids": inputs, "labels": labels}
+
+    def _split(self, batch: dict[str, torch.Tensor]) -> list[dict[str, torch.Tensor]]:
+        """The global batch as `grad_accum` micro-batches, each cut to its longest row."""
+        micro = self.args.batch_size // self.args.grad_accum
+        micro_batches = []
+        for i in range(0, self.args.batch_size, micro):
+            mb = {k: v[i:i + micro] for k, v in batch.items()}
+            T = int(mb["attention_mask"].sum(1).max())   # drop columns that are padding in every row
+            micro_batches.append({k: v[:, :T] if v.dim() == 2 else v for k, v in mb.items()})  # (micro, T)
+        return micro_batches
+
+    def _position(self) -> _Position:
+        return _Position(self.data.state_dict(), self.mask_gen.get_state(), runfolder.rng_state())
 
     # -- records --
     def _log(self, metrics: dict) -> None:
@@ -731,110 +484,55 @@ class _Run:
         for cb in self.callbacks:
             cb(metrics)
 
-    def _trim_metrics(self) -> None:
-        """Keep the lines of metrics.jsonl up to the step training starts from, so each step is logged once.
+    def _checkpoint(self) -> None:
+        """checkpoints/step-N/ for the last finished step: its model, optimizer and `self.position`.
 
-        A run killed after logging step 6 and resumed from its step-4 checkpoint trains steps 5 and 6 again:
-        their old lines go, and so does a last line the kill cut short.
+        Written under a temporary name, then published (renamed, `latest` swapped, old ones pruned) by
+        runfolder.publish, so a crash mid-write leaves `latest` on the previous complete checkpoint.
         """
-        path = self.out / "metrics.jsonl"
-        if not path.exists():
-            return
-        kept, dropped = [], 0
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                keep = json.loads(line)["step"] <= self.step
-            except (ValueError, KeyError, TypeError):
-                keep = False                       # cut short by a kill
-            if keep:
-                kept.append(line)
-            else:
-                dropped += 1
-        if dropped:
-            tmp = path.with_name(".metrics.jsonl.tmp")
-            tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-            os.replace(tmp, path)
-            log.info("metrics.jsonl: dropped %d line(s) after step %d, which is where training starts again",
-                     dropped, self.step)
-
-    def _stored_state(self, data_state: dict) -> tuple[dict, dict]:
-        """The run's settings and the data stream's state as a checkpoint stores them: paths relative to `out`."""
-        args = _map_paths(asdict(self.args), lambda p: _to_run(p, self.out))
-        args["out"] = os.curdir     # the folder the checkpoint is in; resume uses whatever folder it is given
-        data = dict(data_state)
-        if "files" in data:
-            data["files"] = [_to_run(f, self.out) for f in data["files"]]
-        return args, data
-
-    def _checkpoint(self, data_state: dict, rng_state: tuple) -> None:
-        """checkpoints/step-N/ written under a temporary name, renamed, then `latest` swapped atomically."""
-        dist, root = self.dist, self.out / "checkpoints"
-        name = f"step-{self.step:07d}"
-        tmp = root / f".{name}.tmp"
+        dist, at = self.dist, self.position
+        tmp = runfolder.staging(self.out, self.step)
         if dist.main:
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir(parents=True)
             save(self.model, self.tokenizer, tmp)
-            args, data = self._stored_state(data_state)
-            torch.save({"args": args, "paths": _RUN_RELATIVE, "step": self.step,
-                        "optimizer": self.optimizer.state_dict(), "data": data, "mask_generator": rng_state[0]},
+            args, data = runfolder.stored(asdict(self.args), at.data, self.out)
+            torch.save({"args": args, "paths": runfolder.RUN_RELATIVE, "step": self.step,
+                        "optimizer": self.optimizer.state_dict(), "data": data, "mask_generator": at.mask_generator},
                        tmp / "trainer_state.pt")
         dist.barrier()
-        torch.save(rng_state[1], tmp / f"rng-rank{dist.rank}.pt")  # each process its own dropout state
+        torch.save(at.rng, tmp / f"rng-rank{dist.rank}.pt")  # each process its own dropout state
         dist.barrier()
         if dist.main:
-            final = root / name
-            shutil.rmtree(final, ignore_errors=True)
-            os.replace(tmp, final)
-            pointer = root / ".latest.tmp"
-            pointer.write_text(name + "\n")
-            os.replace(pointer, root / "latest")
-            # prune the oldest, never the one just written nor a newer one (a resume that fell back past a
-            # torn checkpoint writes below it, and replaces it when it gets there)
-            older = sorted((p for p in root.glob("step-*") if _CHECKPOINT.fullmatch(p.name)
-                            and _step_of(p) < self.step), key=_step_of)
-            for old in older[: max(0, len(older) - (self.args.keep_checkpoints - 1))]:
-                shutil.rmtree(old, ignore_errors=True)
+            runfolder.publish(self.out, self.step, self.args.keep_checkpoints)
         dist.barrier()
-
-    def _rng_states(self) -> tuple:
-        return self.mask_gen.get_state(), self._rng()
-
-    def _rng(self) -> dict:
-        state = {"torch": torch.get_rng_state(), "python": list(random.getstate()[1]),
-                 "python_pos": random.getstate()[2]}
-        if torch.cuda.is_available():
-            state["cuda"] = torch.cuda.get_rng_state_all()
-        return state
-
-    def _set_rng(self, state: dict) -> None:
-        torch.set_rng_state(state["torch"])
-        random.setstate((3, tuple(state["python"]), state["python_pos"]))
-        if "cuda" in state and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["cuda"])
 
 
 class _Window:
-    """Running sums between two log lines."""
+    """Running sums of StepMetrics between two log lines."""
 
     def __init__(self):
-        self.mlm = self.nsp = self.c_mlm = self.n_mlm = self.c_nsp = self.n_nsp = self.tokens = self.seconds = 0.0
+        self.total = StepMetrics()
         self.steps = 0
+        self.last = StepMetrics()   # lr and grad_norm are logged as they are at the logged step
 
-    def add(self, mlm, nsp, c_mlm, n_mlm, c_nsp, n_nsp, tokens, seconds):
-        self.mlm += mlm; self.nsp += nsp; self.c_mlm += c_mlm; self.n_mlm += n_mlm  # noqa: E702
-        self.c_nsp += c_nsp; self.n_nsp += n_nsp; self.tokens += tokens; self.seconds += seconds  # noqa: E702
+    def add(self, m: StepMetrics) -> None:
+        t = self.total
+        for name in (*_SUMMED, "pairs", "seconds"):
+            setattr(t, name, getattr(t, name) + getattr(m, name))
         self.steps += 1
+        self.last = m
 
     @property
     def tok_s(self) -> float:
-        return self.tokens / self.seconds if self.seconds else 0.0
+        return self.total.tokens / self.total.seconds if self.total.seconds else 0.0
 
-    def summary(self, step: int, lr: float, grad_norm: float) -> dict:
-        n = max(1, self.steps)
-        return {"step": step, "loss": (self.mlm + self.nsp) / n, "mlm_loss": self.mlm / n, "nsp_loss": self.nsp / n,
-                "mlm_acc": self.c_mlm / max(1, self.n_mlm), "nsp_acc": self.c_nsp / max(1, self.n_nsp),
-                "lr": lr, "grad_norm": grad_norm, "tok_s": self.tok_s, "time": time.time()}
+    def summary(self, step: int) -> dict:
+        t, n = self.total, max(1, self.steps)
+        return {"step": step, "loss": (t.mlm_loss + t.nsp_loss) / n, "mlm_loss": t.mlm_loss / n,
+                "nsp_loss": t.nsp_loss / n, "mlm_acc": t.mlm_correct / max(1, t.masked),
+                "nsp_acc": t.nsp_correct / max(1, t.pairs), "lr": self.last.lr, "grad_norm": self.last.grad_norm,
+                "tok_s": self.tok_s, "time": time.time()}
 
 
 @contextlib.contextmanager

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from plotly.subplots import make_subplots
 
 from ..model.bert import BertOutput
-from ..pretraining.trainer import lr_at
+from ..pretraining.schedule import lr_at
 
 __all__ = ["LAYOUT", "PALETTE", "COLORS", "attention_heatmap", "attention_grid", "embedding_sum",
            "sinusoidal_positions", "position_similarity", "masking_figure", "nsp_figure", "fill_mask_figure",
@@ -615,7 +615,7 @@ def training_curves(rows: Iterable[dict] | str | os.PathLike) -> go.Figure:
 
 
 def lr_schedule(steps: int, warmup: int, peak: float, rows: Iterable[dict] | None = None) -> go.Figure:
-    """The learning rate `trainer.lr_at` gives at each step: linear warm-up to `peak`, then linear decay to 0.
+    """The learning rate `schedule.lr_at` gives at each step: linear warm-up to `peak`, then linear decay to 0.
 
     Pass metrics.jsonl `rows` to overlay the learning rates the trainer actually logged.
     """
