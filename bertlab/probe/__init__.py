@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from .model.bert import Bert, BertOutput
-from .model.heads import BertForMaskedLM, BertForPreTraining
+from ..model.bert import Bert, BertOutput
+from ..model.heads import BertForMaskedLM, BertForPreTraining
 
 
 # ---- shared plumbing ---------------------------------------------------------------------------
