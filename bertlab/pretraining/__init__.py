@@ -12,7 +12,9 @@ from .data import PretrainingData, collate, iter_texts, read_documents, split_se
 from .masking import mask_tokens
 from .pairs import PairExample, make_pairs
 from .evaluate import EvalResult, evaluate
+from .snapshots import Snapshot, read_snapshots
 from .trainer import PretrainArgs, PretrainResult, pretrain
 
 __all__ = ["mask_tokens", "make_pairs", "PairExample", "split_sentences", "read_documents", "iter_texts",
-           "PretrainingData", "collate", "evaluate", "EvalResult", "pretrain", "PretrainArgs", "PretrainResult"]
+           "PretrainingData", "collate", "evaluate", "EvalResult", "pretrain", "PretrainArgs", "PretrainResult",
+           "Snapshot", "read_snapshots"]

@@ -3,6 +3,7 @@
     out/
       .pretrain.lock          held (flock) while a process writes here; names that process
       metrics.jsonl           one line per logged step, then the held-out scores
+      snapshots.jsonl         with snapshot_every: the model's view of one sentence every N steps
       model.safetensors …     the final model and tokenizer (bertlab.save)
       checkpoints/
         latest                the name of the checkpoint resume starts from, replaced atomically
@@ -46,7 +47,7 @@ from ..tokenizer import Tokenizer
 log = logging.getLogger(__name__)
 
 # What a run writes into its folder: any of these there means the folder holds a run ...
-RUN_FILES = ("checkpoints", "metrics.jsonl", "model.safetensors", "config.json")
+RUN_FILES = ("checkpoints", "metrics.jsonl", "snapshots.jsonl", "model.safetensors", "config.json")
 # ... and the rest of its final model (bertlab.save), which overwrite removes with them.
 MODEL_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
 _CHECKPOINT = re.compile(r"step-\d+")    # checkpoints/step-0000400: the only names `latest` may hold
@@ -224,7 +225,8 @@ def canonical(value):
 
 # ---- resume: the saved run's settings, and what may change -----------------------------------------
 
-RESUMABLE = ("steps", "save_every", "log_every", "progress", "device", "eval_corpus", "keep_checkpoints")
+RESUMABLE = ("steps", "save_every", "log_every", "progress", "device", "eval_corpus", "keep_checkpoints",
+             "snapshot_every")
 
 
 def resumed_args(state: dict, paths: list[str], out: Path, kwargs: dict) -> dict:
@@ -420,13 +422,14 @@ def restore_rng(checkpoint: Path, rank: int) -> None:
 
 # ---- the loss log --------------------------------------------------------------------------------
 
-def trim_metrics(out: Path, step: int) -> None:
-    """Keep the lines of metrics.jsonl up to `step`, where training starts from, so each step is logged once.
+def trim_metrics(out: Path, step: int, name: str = "metrics.jsonl") -> None:
+    """Keep the lines of metrics.jsonl (or another per-step log, `name`) up to `step`, where training starts
+    from, so each step is logged once.
 
     A run killed after logging step 6 and resumed from its step-4 checkpoint trains steps 5 and 6 again:
     their old lines go, and so does a last line the kill cut short.
     """
-    path = Path(out) / "metrics.jsonl"
+    path = Path(out) / name
     if not path.exists():
         return
     kept, dropped = [], 0
@@ -440,8 +443,7 @@ def trim_metrics(out: Path, step: int) -> None:
         else:
             dropped += 1
     if dropped:
-        tmp = path.with_name(".metrics.jsonl.tmp")
+        tmp = path.with_name(f".{name}.tmp")
         tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
         os.replace(tmp, path)
-        log.info("metrics.jsonl: dropped %d line(s) after step %d, which is where training starts again",
-                 dropped, step)
+        log.info("%s: dropped %d line(s) after step %d, which is where training starts again", name, dropped, step)

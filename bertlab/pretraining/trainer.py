@@ -42,7 +42,7 @@ from ..config import BertConfig
 from ..model.bert import default_device
 from ..model.heads import IGNORE, BertForPreTraining
 from ..tokenizer import Tokenizer
-from . import runfolder
+from . import runfolder, snapshots
 from .data import PretrainingData, collate, iter_texts, read_documents
 from .masking import mask_tokens
 from .runfolder import latest_checkpoint  # noqa: F401  (scripts import it from here)
@@ -113,6 +113,10 @@ class PretrainArgs:
     compile: bool = _option(False, "torch.compile the model")
     device: str | None = _option(None, "cpu, cuda, cuda:1 … (default: cuda if available)")
     progress: bool = _option(True, "show a progress bar")
+    snapshot_every: int = _option(0, "every N steps (and at step 0), record attention, [MASK] guesses and "
+                                     "similarity for --snapshot-text in DIR/snapshots.jsonl (0: never)")
+    snapshot_text: str = _option(snapshots.DEFAULT_TEXT, "the sentence snapshots look at (one [MASK] or more "
+                                                         "for guesses)")
 
 
 class PretrainResult(tuple):
@@ -207,6 +211,8 @@ def _check_args(a: PretrainArgs) -> None:
         raise ValueError(f"lr must be positive, got {a.lr}")
     if a.keep_checkpoints < 1 or a.save_every < 1 or a.log_every < 1:
         raise ValueError("keep_checkpoints, save_every and log_every must each be at least 1")
+    if isinstance(a.snapshot_every, bool) or not isinstance(a.snapshot_every, int) or a.snapshot_every < 0:
+        raise ValueError(f"snapshot_every must be a whole number of steps (0: no snapshots), got {a.snapshot_every!r}")
     if a.init and any(getattr(a, n) is not None for n in ("layers", "hidden", "heads", "intermediate",
                                                            "max_position_embeddings")):
         raise ValueError("--init takes its sizes from the checkpoint: drop --layers/--hidden/--heads/"
@@ -308,6 +314,8 @@ class _Run:
         # validate the corpus before any training starts (empty, missing, no multi-sentence document …)
         self.data = PretrainingData(a.corpus, self.tokenizer, max_len=a.max_len, seed=a.seed, balance=a.nsp_balance)
         self.data.check()
+        if a.snapshot_every:
+            snapshots.check_text(a.snapshot_text, self.tokenizer, a.max_len)
         self.mask_gen = torch.Generator().manual_seed(a.seed)
         self.optimizer = torch.optim.AdamW(param_groups(self.model, a.weight_decay), lr=a.lr,
                                            betas=(0.9, 0.999), eps=1e-6)
@@ -372,6 +380,9 @@ class _Run:
         if dist.main:
             self.out.mkdir(parents=True, exist_ok=True)
             runfolder.trim_metrics(self.out, self.step)
+            runfolder.trim_metrics(self.out, self.step, snapshots.FILE)
+            if a.snapshot_every and self.step == 0:
+                self._snapshot()
         stream = self.data.batches(a.batch_size)
         bar = tqdm(total=a.steps, initial=self.step, disable=not (a.progress and dist.main), desc="pretrain",
                    unit="step", dynamic_ncols=True)
@@ -391,6 +402,8 @@ class _Run:
                 if self.step % a.log_every == 0 or self.step == a.steps:
                     self._log(window.summary(self.step))
                     window = _Window()
+                if a.snapshot_every and (self.step % a.snapshot_every == 0 or self.step == a.steps):
+                    self._snapshot()
                 if self.step % a.save_every == 0 and self.step < a.steps:
                     self._checkpoint()
                 if held_ctrl_c:  # a Ctrl-C held during the optimizer update, now that the step is recorded
@@ -483,6 +496,10 @@ class _Run:
             f.write(json.dumps(metrics) + "\n")
         for cb in self.callbacks:
             cb(metrics)
+
+    def _snapshot(self) -> None:
+        if self.dist.main:
+            snapshots.append(self.out, snapshots.take(self.model, self.tokenizer, self.args.snapshot_text, self.step))
 
     def _checkpoint(self) -> None:
         """checkpoints/step-N/ for the last finished step: its model, optimizer and `self.position`.
