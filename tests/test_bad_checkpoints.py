@@ -249,6 +249,10 @@ BAD_CHECKPOINTS = [
      "it is damaged, cut short or not a PyTorch weights file"),
     # the tokenizer
     ("vocab.txt in Latin-1", latin1_vocab, ValueError, "vocab.txt is not UTF-8"),
+    ("tokenizer_config invalid JSON", write("tokenizer_config.json", '{"do_lower_case": true,'), ValueError,
+     "tokenizer_config.json is not valid JSON"),
+    ("tokenizer_config a JSON list", write("tokenizer_config.json", '["do_lower_case"]'), ValueError,
+     "tokenizer_config.json holds a JSON list, not an object"),
 ]
 
 

@@ -16,7 +16,6 @@ import hashlib
 import json
 import logging
 import os
-import random
 import re
 import shutil
 import socket
@@ -32,43 +31,13 @@ import bertlab
 from bertlab import Tokenizer
 from bertlab.cli import main
 from bertlab.pretraining.trainer import pretrain
+from testkit import corpus, one_thread, write_corpus  # noqa: F401  (corpus, one_thread: fixtures)
 
-WORDS = ("the river bank was muddy after rain and a cat sat on the old mat while children played near "
-         "water under bridges of stone so every morning people walked slowly home").split()
 TINY = dict(preset="tiny", max_len=32, batch_size=8, vocab_size=300, seed=0, device="cpu", progress=False)
 RUN = dict(TINY, steps=8, save_every=4, log_every=1)       # checkpoints at steps 4 and 8
 FLAGS = ["--preset", "tiny", "--max-len", "32", "--batch-size", "8", "--vocab-size", "300", "--device", "cpu",
          "--no-progress", "--steps", "8", "--save-every", "4", "--log-every", "1"]     # RUN, as the command's flags
 STEP_4, STEP_8 = "checkpoints/step-0000004", "checkpoints/step-0000008"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)   # a busy machine makes several OpenMP threads per tiny matmul much slower
-    yield
-    torch.set_num_threads(before)
-
-
-def write_corpus(path: Path, n_docs: int = 30, seed: int = 0) -> Path:
-    """`n_docs` documents of 3 to 6 distinct short sentences, a blank line between documents."""
-    rng, seen, docs = random.Random(seed), set(), []
-    for _ in range(n_docs):
-        doc = []
-        while len(doc) < rng.randint(3, 6):
-            s = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 7))).capitalize() + "."
-            if s not in seen:
-                seen.add(s)
-                doc.append(s)
-        docs.append("\n".join(doc))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n\n".join(docs) + "\n", encoding="utf-8")
-    return path
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    return write_corpus(tmp_path_factory.mktemp("corpus") / "train.txt")
 
 
 @pytest.fixture(scope="module")

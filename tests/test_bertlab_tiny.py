@@ -7,12 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
-import torch
 
 import bertlab
 from bertlab.checkpoint import ASSETS
 from bertlab.pretraining.evaluate import evaluate
 from bertlab.probe import fill_mask, next_sentence
+from testkit import one_thread  # noqa: F401  (a fixture)
 
 TINY = ASSETS / "bertlab-tiny"
 CORPUS = ASSETS / "corpus"
@@ -23,7 +23,6 @@ HELDOUT = [str(CORPUS / "heldout" / f"{name}.txt") for name in ORIGINAL]
 
 @pytest.fixture(scope="module")
 def tiny():
-    torch.set_num_threads(1)
     return bertlab.load("bertlab-tiny", device="cpu")
 
 

@@ -12,10 +12,10 @@ import torch
 from safetensors.torch import load_file, save_file
 
 import bertlab
-from bertlab import (Bert, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
+from bertlab import (Bert, BertConfig, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
                      BertForSequenceClassification, BertForTokenClassification)
 
-from testkit import make_batch, randomize_
+from testkit import make_batch, max_err, randomize_
 
 TEXTS = ["The river bank was muddy after the storm.",
          "Hello!",
@@ -23,10 +23,6 @@ TEXTS = ["The river bank was muddy after the storm.",
          "A cat sat on the mat."]
 PAIRS = [("Where did the cat sit?", "It sat on the mat by the warm kitchen window."),
          ("The bank raised its rates.", "Investors worried.")]
-
-
-def max_err(a, b) -> float:
-    return (a.float() - b.float()).abs().max().item()
 
 
 # ---- the real checkpoint, end to end ------------------------------------------------------------
@@ -164,6 +160,25 @@ def test_every_model_class_survives_a_bertlab_round_trip(cls, kwargs, odd_config
     ours, theirs = head_outputs(model, batch), head_outputs(loaded, batch)
     assert len(ours) == len(theirs) >= 1
     assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
+
+
+@pytest.mark.parametrize("cls,kwargs", HEAD_CASES, ids=[c.__name__ for c, _ in HEAD_CASES])
+def test_a_saves_config_json_is_bertconfigs_with_the_class_and_labels(cls, kwargs, odd_config, odd_tokenizer,
+                                                                       tmp_path):
+    # bertlab.save writes config.json itself only to name the class and the labels; all else is BertConfig.save's
+    model = cls(odd_config, **kwargs)
+    bertlab.save(model, odd_tokenizer, tmp_path / "save")
+    odd_config.save(tmp_path / "config.json")
+    saved = json.loads((tmp_path / "save" / "config.json").read_text())
+    plain = json.loads((tmp_path / "config.json").read_text())
+    assert saved.pop("architectures") == ["BertModel" if cls is Bert else cls.__name__]
+    assert plain.pop("architectures") == ["BertForPreTraining"]
+    labels = {k: saved.pop(k) for k in ("num_labels", "id2label", "label2id") if k in saved}
+    assert saved == plain
+    n = kwargs.get("num_labels")
+    assert labels == ({} if n is None else {"num_labels": n, "id2label": {str(i): f"LABEL_{i}" for i in range(n)},
+                                            "label2id": {f"LABEL_{i}": i for i in range(n)}})
+    assert BertConfig.from_file(tmp_path / "save" / "config.json") == odd_config
 
 
 @pytest.mark.parametrize("fmt", ["huggingface", "bertlab"])
@@ -462,7 +477,7 @@ def test_a_pickle_with_code_is_refused_and_never_runs(kind, reference, odd_token
 
 
 def test_a_missing_directory_is_file_not_found(tmp_path):
-    with pytest.raises(FileNotFoundError, match="neither a bundled model"):
+    with pytest.raises(FileNotFoundError, match="neither a model bertlab knows by name"):
         bertlab.load(tmp_path / "nope")
 
 

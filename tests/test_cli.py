@@ -5,35 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import random
 
 import pytest
-import torch
 
 from bertlab.cli import main
 from bertlab.pretraining.trainer import PretrainArgs, latest_checkpoint
+from testkit import corpus, one_thread  # noqa: F401  (fixtures)
 
-WORDS = "the river bank was muddy after rain and a cat sat on the old mat near water under stone".split()
 TINY = ["--preset", "tiny", "--max-len", "32", "--batch-size", "4", "--vocab-size", "300", "--device", "cpu",
         "--no-progress"]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)   # a busy two-core machine makes two OpenMP threads per tiny matmul much slower
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    rng = random.Random(0)
-    docs = ["\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 7))).capitalize() + "."
-                      for _ in range(rng.randint(3, 6))) for _ in range(30)]
-    path = tmp_path_factory.mktemp("cli_corpus") / "train.txt"
-    path.write_text("\n\n".join(docs) + "\n")
-    return str(path)
 
 
 def steps_logged(out) -> list[int]:
@@ -72,7 +52,7 @@ def test_no_corpus_and_no_resume_is_a_usage_error(tmp_path, capsys):
 
 def test_a_tiny_run_then_resume_with_only_steps(corpus, tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(["pretrain", corpus, "--out", str(out), *TINY, "--steps", "3", "--log-every", "1"]) == 0
+    assert main(["pretrain", str(corpus), "--out", str(out), *TINY, "--steps", "3", "--log-every", "1"]) == 0
     assert (out / "model.safetensors").exists() and (out / "config.json").exists()
     assert steps_logged(out) == [1, 2, 3]
 
@@ -105,7 +85,7 @@ def test_ctrl_c_is_exit_code_130_after_saving_a_checkpoint(corpus, tmp_path, mon
 
     monkeypatch.setattr(trainer, "pretraining_loss", ctrl_c_in_step_3)
     out = tmp_path / "run"
-    assert main(["pretrain", corpus, "--out", str(out), *TINY, "--steps", "5", "--log-every", "1"]) == 130
+    assert main(["pretrain", str(corpus), "--out", str(out), *TINY, "--steps", "5", "--log-every", "1"]) == 130
     assert steps_logged(out) == [1, 2] and latest_checkpoint(out).name == "step-0000002"
     monkeypatch.setattr(trainer, "pretraining_loss", real)
     assert main(["pretrain", "--out", str(out), "--resume"]) == 0

@@ -16,9 +16,7 @@ import torch
 from bertlab import Tokenizer
 from bertlab.pretraining import (PairExample, PretrainingData, collate, iter_texts, read_documents,
                                  split_sentences)
-
-WORDS = ("the river bank was muddy after rain and a cat sat on the old mat while children played near "
-         "water under bridges of stone so every morning people walked slowly home").split()
+from testkit import WORDS
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +24,9 @@ def tok(minilm_dir) -> Tokenizer:
     return Tokenizer.from_file(minilm_dir)
 
 
-def write_corpus(path: Path, n_docs: int, seed: int = 0, sentences=(4, 8)) -> list[list[str]]:
-    """Documents of random sentences, a blank line between documents, one paragraph line per document."""
+def write_paragraphs(path: Path, n_docs: int, seed: int = 0, sentences=(4, 8)) -> list[list[str]]:
+    """Documents of random sentences, a blank line between documents, one paragraph line per document (unlike
+    testkit.write_corpus's one sentence a line: the reader must split the sentences itself)."""
     rng = random.Random(seed)
     docs = []
     for _ in range(n_docs):
@@ -132,7 +131,7 @@ def test_missing_paths_and_empty_folders_fail_at_once(tmp_path):
 
 
 def test_iter_texts_feeds_tokenizer_training(tmp_path):
-    write_corpus(tmp_path / "c.txt", n_docs=5)
+    write_paragraphs(tmp_path / "c.txt", n_docs=5)
     lines = list(iter_texts(tmp_path))
     assert len(lines) == 5 and all(line and line == line.strip() for line in lines)
     trained = Tokenizer.train(iter_texts(tmp_path), vocab_size=400)
@@ -144,7 +143,7 @@ def test_iter_texts_feeds_tokenizer_training(tmp_path):
 @pytest.fixture
 def corpus(tmp_path) -> Path:
     path = tmp_path / "corpus.txt"
-    write_corpus(path, n_docs=29)
+    write_paragraphs(path, n_docs=29)
     return path
 
 

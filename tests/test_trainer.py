@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -28,40 +26,11 @@ from bertlab.pretraining import trainer
 from bertlab.pretraining.runfolder import latest_checkpoint
 from bertlab.pretraining.schedule import lr_at, param_groups
 from bertlab.pretraining.trainer import pretrain, pretraining_loss
+from testkit import corpus, free_port, one_thread, write_corpus  # noqa: F401  (corpus, one_thread: fixtures)
 
-WORDS = ("the river bank was muddy after rain and a cat sat on the old mat while children played near "
-         "water under bridges of stone so every morning people walked slowly home").split()
 TINY = dict(preset="tiny", max_len=32, batch_size=8, vocab_size=300, seed=0, device="cpu", progress=False)
 RUN_A = dict(TINY, steps=8, log_every=1, save_every=4)   # dropout on (the preset's 0.1): resume must restore it
 KEYS = ("loss", "mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc", "lr", "grad_norm")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def write_corpus(path: Path, n_docs: int = 30, seed: int = 0, sentences=(3, 6)) -> Path:
-    """`n_docs` documents of distinct short sentences, one sentence a line, a blank line between documents."""
-    rng, seen, docs = random.Random(seed), set(), []
-    for _ in range(n_docs):
-        doc = []
-        while len(doc) < rng.randint(*sentences):
-            s = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 7))).capitalize() + "."
-            if s not in seen:
-                seen.add(s)
-                doc.append(s)
-        docs.append("\n".join(doc))
-    path.write_text("\n\n".join(docs) + "\n", encoding="utf-8")
-    return path
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory) -> Path:
-    return write_corpus(tmp_path_factory.mktemp("corpus") / "train.txt")
 
 
 def metrics(out: Path) -> dict[int, dict]:
@@ -236,12 +205,6 @@ def test_keep_checkpoints_keeps_only_the_newest(corpus, tmp_path):
 
 # ---- DDP -----------------------------------------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_ddp_with_two_cpu_processes_matches_one_process(corpus, tmp_path):
     if not (torch.distributed.is_available() and torch.distributed.is_gloo_available()):
         pytest.skip("this torch has no gloo backend, so torchrun cannot run two CPU processes")
@@ -253,7 +216,7 @@ def test_ddp_with_two_cpu_processes_matches_one_process(corpus, tmp_path):
         flags += [flag] if v is True else ["--no-" + flag[2:]] if v is False else [flag, str(v)]
     ddp, single = tmp_path / "ddp", tmp_path / "single"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
-           "--master-port", str(_free_port()), "-m", "bertlab", "pretrain", *flags, "--out", str(ddp)]
+           "--master-port", str(free_port()), "-m", "bertlab", "pretrain", *flags, "--out", str(ddp)]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(Path(bertlab.__file__).parents[1]))
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -1,11 +1,18 @@
-"""Plain helpers shared by the tests (fixtures live in conftest.py).
+"""Plain helpers shared by the tests, and the fixtures a test module opts into by importing them.
 
 A module with a name of its own: `conftest` is ambiguous when pytest collects tests/ and notebooks/
-together, each with its own conftest.py.
+together, each with its own conftest.py. Fixtures every test may use live in conftest.py; the two here
+change how a module runs (`one_thread`) or what it trains on (`corpus`), so a module takes them by name:
+`from testkit import corpus, one_thread  # noqa: F401  (fixtures)`.
 """
 
 from __future__ import annotations
 
+import random
+import socket
+from pathlib import Path
+
+import pytest
 import torch
 
 ODD = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
@@ -47,3 +54,58 @@ def make_batch(B: int = 3, T: int = 11, vocab_size: int = 99, lengths=(11, 7, 4)
     input_ids = input_ids * attention_mask
     token_type_ids = token_type_ids * attention_mask
     return dict(input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)
+
+
+def max_err(a: torch.Tensor, b: torch.Tensor) -> float:
+    """The largest absolute difference between two tensors, compared in float32: what a parity test bounds."""
+    return (a.float() - b.float()).abs().max().item()
+
+
+def no_hooks_anywhere(model: torch.nn.Module) -> bool:
+    """Whether every module of `model` is free of forward hooks and pre-hooks: none may outlive its call."""
+    return all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (the system picks it), for a server a test starts."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """One torch thread for every test of the module that imports this: on a busy two-core machine, two OpenMP
+    threads per tiny matmul are much slower than one."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+# ---- a pretraining corpus ---------------------------------------------------------------------------
+
+WORDS = ("the river bank was muddy after rain and a cat sat on the old mat while children played near "
+         "water under bridges of stone so every morning people walked slowly home").split()
+
+
+def write_corpus(path: Path, n_docs: int = 30, seed: int = 0, sentences: tuple[int, int] = (3, 6)) -> Path:
+    """`n_docs` documents of distinct short sentences, one sentence a line, a blank line between documents."""
+    rng, seen, docs = random.Random(seed), set(), []
+    for _ in range(n_docs):
+        doc = []
+        while len(doc) < rng.randint(*sentences):
+            s = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 7))).capitalize() + "."
+            if s not in seen:
+                seen.add(s)
+                doc.append(s)
+        docs.append("\n".join(doc))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n\n".join(docs) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    """The module's training corpus: write_corpus's 30 documents, written once per module."""
+    return write_corpus(tmp_path_factory.mktemp("corpus") / "train.txt")
