@@ -13,9 +13,8 @@ import pytest
 import torch
 
 from bertlab import Tokenizer
+from bertlab.model.heads import IGNORE
 from bertlab.pretraining import mask_tokens
-
-IGNORE = -100
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +116,50 @@ def test_chosen_tokens_become_80_mask_10_random_10_unchanged(tok):
     assert masked == pytest.approx(0.8, abs=0.01)
     assert random == pytest.approx(0.1 * (1 - 1 / pool), abs=0.01)
     assert kept == pytest.approx(0.1 + 0.1 / pool, abs=0.01)
+
+
+# The paper's Appendix C.2 (Table 8), columns MASK / SAME / RND, as replace=(mask, random, keep).
+PAPER_STRATEGIES = {"80/10/10": (0.8, 0.1, 0.1), "100/0/0": (1.0, 0.0, 0.0), "80/0/20": (0.8, 0.2, 0.0),
+                    "80/20/0": (0.8, 0.0, 0.2), "0/20/80": (0.0, 0.8, 0.2), "0/0/100": (0.0, 1.0, 0.0)}
+
+
+@pytest.mark.parametrize("name", PAPER_STRATEGIES)
+def test_every_strategy_of_the_papers_appendix_c2_gives_its_split(tok, name):
+    mask, rnd, keep = PAPER_STRATEGIES[name]
+    ids = make_ids(tok)
+    inputs, labels = mask_tokens(ids, tok, generator=torch.Generator().manual_seed(2), replace=(mask, rnd, keep))
+    chosen = labels != IGNORE
+    before, after = ids[chosen], inputs[chosen]
+    n = chosen.sum().item()
+    pool = tok.vocab_size - len(tok.special_ids)
+    assert (after == tok.mask_id).sum().item() / n == pytest.approx(mask, abs=0.01)
+    assert ((after != tok.mask_id) & (after != before)).sum().item() / n == pytest.approx(rnd * (1 - 1 / pool), abs=0.01)
+    assert (after == before).sum().item() / n == pytest.approx(keep + rnd / pool, abs=0.01)
+    assert ((inputs != ids) <= chosen).all()
+
+
+def test_the_split_changes_only_what_is_written_not_which_tokens_are_chosen(tok):
+    # The same generator state hides the same positions under every strategy: an ablation of the split
+    # compares corruptions of the very same targets.
+    ids = make_ids(tok, rows=100)
+    _, default = mask_tokens(ids, tok, generator=torch.Generator().manual_seed(3))
+    for split in PAPER_STRATEGIES.values():
+        _, labels = mask_tokens(ids, tok, generator=torch.Generator().manual_seed(3), replace=split)
+        assert torch.equal(labels, default)
+
+
+def test_the_default_split_is_the_papers_80_10_10(tok):
+    ids = make_ids(tok, rows=50)
+    a = mask_tokens(ids, tok, generator=torch.Generator().manual_seed(5))
+    b = mask_tokens(ids, tok, generator=torch.Generator().manual_seed(5), replace=(0.8, 0.1, 0.1))
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
+@pytest.mark.parametrize("replace", [(0.8, 0.1), (0.8, 0.1, 0.2), (1.2, -0.1, -0.1), (0.5, 0.5, float("nan")),
+                                     "80/10/10", (True, False, False)])
+def test_a_bad_split_raises_value_error_that_names_the_papers(tok, replace):
+    with pytest.raises(ValueError, match=r"replace must be .*\(0\.8, 0\.1, 0\.1\)"):
+        mask_tokens(make_ids(tok, rows=2), tok, replace=replace)
 
 
 def test_special_tokens_are_never_chosen_and_never_inserted(tok):

@@ -11,6 +11,12 @@ The paper's Cloze task, as Google's ``create_pretraining_data.py`` and HuggingFa
 3. **Label** the chosen positions with the original id and every other position with -100, the
    ``ignore_index`` of ``torch.nn.functional.cross_entropy``, so the loss comes from the chosen tokens only.
 
+``replace=(mask, random, keep)`` changes the split of step 2, for the paper's Appendix C.2 ablation. Its
+Table 8 names the columns MASK, SAME, RND; in bertlab's order (MASK, RND, SAME) its six strategies are
+``(0.8, 0.1, 0.1)`` (the default), ``(1, 0, 0)``, ``(0.8, 0.2, 0)``, ``(0.8, 0, 0.2)``, ``(0, 0.8, 0.2)`` and
+``(0, 1, 0)``. The choice of positions and both coin flips are drawn the same way whatever the split, so
+one generator state hides the same positions under every strategy and only their corruption differs.
+
 Two ways to choose, because the two famous recipes differ:
 
 - ``mode="dynamic"`` (RoBERTa, HuggingFace): every candidate token is chosen independently with
@@ -26,14 +32,17 @@ Two ways to choose, because the two famous recipes differ:
 
 from __future__ import annotations
 
+import math
 import weakref
 
 import torch
 
-__all__ = ["mask_tokens"]
+from ..model.heads import IGNORE
 
-#: The label of a position that is not predicted: cross_entropy's default ignore_index.
-IGNORE_INDEX = -100
+__all__ = ["mask_tokens", "REPLACE_BERT"]
+
+#: The paper's split of a chosen token's fate: (``[MASK]``, a random token, kept as it is).
+REPLACE_BERT = (0.8, 0.1, 0.1)
 
 _MODES = ("dynamic", "bert")
 
@@ -68,6 +77,18 @@ def _random_pool(tokenizer) -> torch.Tensor:
         pool = keep.nonzero().squeeze(1)
         _random_pools[tokenizer] = pool
     return pool
+
+
+def _check_replace(replace) -> tuple[float, float, float]:
+    """``replace`` as three floats (mask, random, keep) that are shares of the chosen tokens, or a ValueError."""
+    ok = isinstance(replace, (tuple, list)) and len(replace) == 3 and all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0 for x in replace)
+    if not ok or abs(sum(replace) - 1.0) > 1e-6:
+        raise ValueError(
+            f"replace must be three non-negative shares (mask, random, keep) that add up to 1, got {replace!r}: "
+            "BERT uses (0.8, 0.1, 0.1); (1, 0, 0) always writes [MASK], (0, 1, 0) always a random token"
+        )
+    return tuple(float(x) for x in replace)
 
 
 def _check_args(input_ids, probability, generator, mode, max_predictions) -> None:
@@ -172,6 +193,7 @@ def mask_tokens(
     mode: str = "dynamic",
     max_predictions: int = 20,
     whole_word: bool = False,
+    replace: tuple[float, float, float] = REPLACE_BERT,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Corrupt ``input_ids`` for masked-LM training; return ``(inputs, labels)``.
 
@@ -185,10 +207,16 @@ def mask_tokens(
     pieces: each word with ``probability`` (dynamic), or words in random order until the token budget is
     reached, skipping any word that would overshoot it (bert, as Google does).
 
+    ``replace=(mask, random, keep)`` is the share of chosen tokens that become ``[MASK]``, a random
+    non-special token, or stay as they are (the paper's 80 / 10 / 10 by default; see the module docstring
+    for the other strategies of its Appendix C.2). Labels do not depend on it: every chosen token is
+    predicted, whatever was written in its place.
+
     All randomness comes from ``generator`` (a CPU ``torch.Generator``), or torch's global generator if
     None, so the same generator state always gives the same result.
     """
     _check_args(input_ids, probability, generator, mode, max_predictions)
+    p_mask, p_random, p_keep = _check_replace(replace)
     device = input_ids.device
     ids = input_ids.detach().to("cpu", torch.long)
     if ids.dim() == 1:
@@ -205,16 +233,19 @@ def mask_tokens(
         chosen = _choose_tokens(candidates, probability, generator, mode, max_predictions)
 
     # 80 / 10 / 10, drawn per chosen token as HuggingFace does: [MASK] with probability 0.8, then half of
-    # the remaining 20 % get a random token and the other half keep theirs.
-    to_mask = chosen & (torch.rand(B, T, generator=generator) < 0.8)  # (B, T)
-    to_random = chosen & ~to_mask & (torch.rand(B, T, generator=generator) < 0.5)  # (B, T)
+    # the remaining 20 % get a random token and the other half keep theirs. In general: [MASK] with p_mask,
+    # then a random token with p_random / (p_random + p_keep) of the rest. Both draws are made whatever the
+    # split, so the stream of random numbers (and the positions chosen next batch) never depends on it.
+    to_mask = chosen & (torch.rand(B, T, generator=generator) < p_mask)  # (B, T)
+    random_share = p_random / (p_random + p_keep) if p_random + p_keep > 0 else 0.0  # 0.1 / 0.2 = 0.5 exactly
+    to_random = chosen & ~to_mask & (torch.rand(B, T, generator=generator) < random_share)  # (B, T)
     pool = _random_pool(tokenizer)
     draws = torch.randint(len(pool), (B * T,), generator=generator)
     random_ids = pool.index_select(0, draws).view(B, T)  # (B, T); index_select: pool[draws] is ~100x slower on CPU
 
     # torch.where, not boolean-mask assignment: the same result, ~30x faster on CPU.
     inputs = torch.where(to_mask, tokenizer.mask_id, torch.where(to_random, random_ids, ids))  # (B, T)
-    labels = torch.where(chosen, ids, IGNORE_INDEX)  # (B, T)
+    labels = torch.where(chosen, ids, IGNORE)  # (B, T)
 
     shape = input_ids.shape
     return inputs.reshape(shape).to(device), labels.reshape(shape).to(device)
