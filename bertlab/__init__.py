@@ -12,8 +12,9 @@ from .model import (Bert, BertForMaskedLM, BertForPreTraining, BertForQuestionAn
                     BertForSequenceClassification, BertForTokenClassification, BertOutput, EmbeddingParts)
 from .pretraining import make_pairs, mask_tokens
 from .pretraining.trainer import pretrain
-from .probe import (ablate, attention_rollout, cosine_distances, fill_mask, head_importance, next_sentence,
-                    sentence_embedding, word_vectors)
+from .probe import (ablate, attention_neurons, attention_rollout, contextuality, cosine_distances, fill_mask,
+                    head_importance, head_types, load_probing_set, nearest_contexts, next_sentence, probe_layers,
+                    saliency, sentence_embedding, word_vectors)
 from .tokenizer import Batch, Encoding, Tokenizer
 from .utils import set_seed
 
@@ -23,4 +24,5 @@ __all__ = ["BertConfig", "Tokenizer", "Encoding", "Batch", "Bert", "BertOutput",
            "BertForPreTraining", "BertForMaskedLM", "BertForSequenceClassification",
            "BertForTokenClassification", "BertForQuestionAnswering", "load", "save", "cached_models", "set_seed",
            "mask_tokens", "make_pairs", "pretrain", "fill_mask", "next_sentence", "word_vectors",
-           "cosine_distances", "sentence_embedding", "attention_rollout", "head_importance", "ablate"]
+           "cosine_distances", "sentence_embedding", "attention_rollout", "head_importance", "ablate", "saliency", "head_types",
+           "contextuality", "nearest_contexts", "probe_layers", "load_probing_set", "attention_neurons"]

@@ -460,3 +460,12 @@ def head_importance(model, tokenizer, text: str, targets: Sequence[str] | None =
                     value = measure(run(), clean)
                 scores[l, h] = value - baseline if metric in ("mlm_loss", "output") else baseline - value
     return HeadImportance(scores, baseline, metric, enc.tokens)
+
+
+# ---- inspection probes: one module each (imported last: they use the plumbing above) ---------------
+from .contextuality import Contextuality, contextuality  # noqa: E402
+from .head_types import HeadTypes, head_types  # noqa: E402
+from .layers import LayerProbe, load_probing_set, probe_layers  # noqa: E402
+from .nearest import NearestContexts, nearest_contexts  # noqa: E402
+from .neurons import AttentionNeurons, attention_neurons  # noqa: E402
+from .saliency import Saliency, saliency  # noqa: E402

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from ..model.bert import Bert
+from . import _encoder, _inference
 
 
 @dataclass
@@ -46,7 +47,6 @@ class AttentionNeurons:
 def attention_neurons(model, tokenizer, text: str, layer: int, head: int, text_pair: str | None = None
                       ) -> AttentionNeurons:
     """The query/key view of head `head` in layer `layer` (0-based; negative counts from the end) for `text`."""
-    from . import _encoder, _inference       # the package's shared plumbing (its __init__ imports this module)
     bert: Bert = _encoder(model)
     n_layers, n_heads = bert.config.num_hidden_layers, bert.config.num_attention_heads
     for name, value, n in (("layer", layer, n_layers), ("head", head, n_heads)):
