@@ -8,7 +8,7 @@
 from .checkpoint import load, save
 from .config import BertConfig
 from .hub import cached_models  # hub BERTs already downloaded; huggingface_hub is imported only on use
-from .model import (Bert, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
+from .model import (Bert, BertForMaskedLM, BertForMultipleChoice, BertForPreTraining, BertForQuestionAnswering,
                     BertForSequenceClassification, BertForTokenClassification, BertOutput, EmbeddingParts)
 from .pretraining import make_pairs, mask_tokens
 from .pretraining.trainer import pretrain
@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 
 __all__ = ["BertConfig", "Tokenizer", "Encoding", "Batch", "Bert", "BertOutput", "EmbeddingParts",
            "BertForPreTraining", "BertForMaskedLM", "BertForSequenceClassification",
-           "BertForTokenClassification", "BertForQuestionAnswering", "load", "save", "cached_models", "set_seed",
+           "BertForTokenClassification", "BertForQuestionAnswering", "BertForMultipleChoice", "load", "save", "cached_models", "set_seed",
            "mask_tokens", "make_pairs", "pretrain", "fill_mask", "next_sentence", "word_vectors",
            "cosine_distances", "sentence_embedding", "attention_rollout", "head_importance", "ablate", "saliency", "head_types",
            "contextuality", "nearest_contexts", "probe_layers", "load_probing_set", "attention_neurons"]

@@ -30,7 +30,8 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 from .config import BertConfig, read_config_json
-from .model.bert import Bert, default_device
+from .model.bert import Bert
+from .utils import default_device
 from .model.heads import (HEADS, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
                           BertForSequenceClassification, BertForTokenClassification)
 from .tokenizer import Tokenizer

@@ -11,7 +11,10 @@ import json
 import math
 import numbers
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+
+import torch.nn.functional as F
 
 # name: (layers L, hidden H). Heads are H / 64 and the feed-forward is 4H, as in the paper.
 # Parameter counts are for the 30,522-token uncased vocabulary, with the pooler.
@@ -24,7 +27,14 @@ PRESETS: dict[str, tuple[int, int]] = {
     "large": (24, 1024),  # 335.1M  (BERT-large)
 }
 
-HIDDEN_ACTS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
+# hidden_act name → the function the feed-forward (and the MLM head's transform) applies. BERT's GELU is the
+# exact x·Φ(x); the tanh approximation is what GPT-2 uses, under two names in HuggingFace configs.
+HIDDEN_ACTS = {
+    "gelu": F.gelu,
+    "gelu_new": partial(F.gelu, approximate="tanh"),
+    "gelu_pytorch_tanh": partial(F.gelu, approximate="tanh"),
+    "relu": F.relu,
+}
 
 # The sizes that shape the weights. Every config.json of a real BERT states them; one that leaves any out is
 # broken, and filling it from BERT-base would build a model of the wrong size before anything noticed.
@@ -49,6 +59,7 @@ class BertConfig:
     hidden_act: str = "gelu"            # exact x·Φ(x); "gelu_new"/"gelu_pytorch_tanh" = tanh approximation
     initializer_range: float = 0.02     # std of the normal init, as Google's BERT
     pad_token_id: int = 0
+    is_decoder: bool = False            # causal attention: each position sees only itself and its left
 
     def __post_init__(self):
         # every field's type and range, so a bad config.json fails here with the field's name, not as a
@@ -75,7 +86,9 @@ class BertConfig:
             raise ValueError("initializer_range must be a non-negative number (the std of the initial weights; "
                              f"BERT uses 0.02), got {_show(self.initializer_range)}")
         if not isinstance(self.hidden_act, str) or self.hidden_act not in HIDDEN_ACTS:
-            raise ValueError(f"hidden_act {self.hidden_act!r} is not one of {HIDDEN_ACTS}")
+            raise ValueError(f"hidden_act {self.hidden_act!r} is not one of {', '.join(HIDDEN_ACTS)}")
+        if not isinstance(self.is_decoder, bool):
+            raise ValueError(f"is_decoder must be true or false (a JSON boolean, unquoted), got {self.is_decoder!r}")
         if not _is_int(self.pad_token_id):
             raise ValueError(f"pad_token_id must be an integer, got {_show(self.pad_token_id)}")
         if not 0 <= self.pad_token_id < self.vocab_size:
@@ -87,7 +100,8 @@ class BertConfig:
 
     @classmethod
     def preset(cls, name: str, **overrides) -> "BertConfig":
-        """A size from the BERT family (`tiny` L2/H128 … `large` L24/H1024); any field can be overridden."""
+        """A size from the BERT family (`tiny` L2/H128 … `large` L24/H1024); any field can be overridden,
+        e.g. `BertConfig.preset("tiny", is_decoder=True)` for a left-to-right model."""
         if name not in PRESETS:
             raise ValueError(f"unknown preset {name!r}: choose one of {', '.join(PRESETS)}")
         layers, hidden = PRESETS[name]

@@ -141,3 +141,21 @@ def test_from_file_with_broken_json_says_so(tmp_path):
     (tmp_path / "config.json").write_text("{ not json")
     with pytest.raises(ValueError, match="not valid JSON"):
         BertConfig.from_file(tmp_path / "config.json")
+
+
+def test_one_activation_table_is_what_the_config_checks_and_the_model_runs():
+    """`HIDDEN_ACTS` maps each accepted name to the function the feed-forward and the MLM transform apply."""
+    from bertlab import BertForMaskedLM
+    from bertlab.config import HIDDEN_ACTS
+    import torch
+    x = torch.linspace(-3, 3, 7)
+    assert torch.allclose(HIDDEN_ACTS["gelu"](x), x * 0.5 * (1 + torch.erf(x / 2 ** 0.5)), atol=1e-6)  # x·Φ(x)
+    assert torch.allclose(HIDDEN_ACTS["gelu_new"](x), HIDDEN_ACTS["gelu_pytorch_tanh"](x))
+    assert (HIDDEN_ACTS["gelu_new"](x) - HIDDEN_ACTS["gelu"](x)).abs().max() > 1e-4          # the tanh approximation
+    for name, fn in HIDDEN_ACTS.items():
+        model = BertForMaskedLM(BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                                           intermediate_size=37, hidden_act=name), device="meta")
+        assert model.bert.encoder.layer[0].intermediate.act is fn
+        assert model.cls.predictions.transform.act is fn
+    with pytest.raises(ValueError, match=r"hidden_act 'swish' is not one of " + ", ".join(HIDDEN_ACTS)):
+        BertConfig(hidden_act="swish")

@@ -7,6 +7,10 @@ import torch
 
 from bertlab import (Bert, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
                      BertForSequenceClassification, BertForTokenClassification)
+from bertlab.model import BertForMultipleChoice
+from bertlab.model.heads import IGNORE, HeadOutput, PreTrainingOutput
+
+from testkit import make_batch
 
 ATOL = 1e-5
 
@@ -122,6 +126,46 @@ def test_question_answering_matches_transformers(odd_config, batch, randomize, h
     assert abs(ours.loss.item() - theirs.loss.item()) <= ATOL
 
 
+@pytest.fixture
+def choices() -> dict:
+    """2 questions × 3 endings × 11 tokens, each (context, ending) pair padded to its own length."""
+    flat = make_batch(B=6, lengths=(11, 7, 4, 9, 11, 5), seed=6)
+    return {k: v.view(2, 3, 11) for k, v in flat.items()}
+
+
+def test_multiple_choice_matches_transformers(odd_config, choices, randomize, hf_twin):
+    model = randomize(BertForMultipleChoice(odd_config))
+    hf = hf_twin(model)  # transformers.BertForMultipleChoice: `classifier` is Linear(H, 1) in both
+    labels = torch.tensor([2, 0])
+    with torch.no_grad():
+        ours, theirs = model(**choices, labels=labels), hf(**choices, labels=labels)
+    assert ours.logits.shape == (2, 3)                                  # one score per choice
+    assert ours.bert.last_hidden_state.shape == (6, 11, 32)            # the encoder read B·C sequences
+    assert max_err(ours.logits, theirs.logits) <= ATOL
+    assert abs(ours.loss.item() - theirs.loss.item()) <= ATOL
+    assert abs(ours.loss.item() - torch.nn.functional.cross_entropy(ours.logits, labels).item()) <= 1e-6
+
+
+def test_multiple_choice_scores_each_choice_on_its_own(odd_config, choices, randomize):
+    """Choice c's score is the sequence classifier's score of pair c alone: the C pairs never see each other."""
+    model = randomize(BertForMultipleChoice(odd_config))
+    with torch.no_grad():
+        logits = model(**choices).logits
+        one = model(**{k: v[1:2, 2:3] for k, v in choices.items()}).logits
+    assert one.shape == (1, 1) and max_err(one[0, 0], logits[1, 2]) <= ATOL
+    assert logits.std().item() > 1e-3                                   # the choices really get different scores
+
+
+def test_multiple_choice_bad_inputs_say_what_to_pass(odd_config, choices):
+    model = BertForMultipleChoice(odd_config).eval()
+    with pytest.raises(ValueError, match=r"shape \(batch, choices, seq_len\), got \(2, 11\)"):
+        model(choices["input_ids"][:, 0])
+    with pytest.raises(ValueError, match=r"attention_mask has shape \(2, 2, 11\) but input_ids has \(2, 3, 11\)"):
+        model(choices["input_ids"], attention_mask=choices["attention_mask"][:, :2])
+    with pytest.raises(ValueError, match=r"labels must be in 0 … 2"):
+        model(**choices, labels=torch.tensor([0, 3]))
+
+
 def test_a_head_reuses_the_bert_it_is_given(odd_config, batch, randomize):
     bert = randomize(Bert(odd_config))
     head = BertForSequenceClassification(bert, num_labels=2)
@@ -156,7 +200,7 @@ def test_sequence_classification_labels_out_of_range(odd_config, batch, bad):
 
 def test_token_classification_labels_of_wrong_shape(odd_config, batch):
     model = BertForTokenClassification(odd_config, num_labels=3).eval()
-    with pytest.raises(ValueError, match=r"labels has shape \(3, 10\), expected \(3, 11\)"):
+    with pytest.raises(ValueError, match=r"labels has shape \(3, 10\) but the input has \(3, 11\)"):
         model(**batch, labels=torch.zeros(3, 10, dtype=torch.long))
 
 
@@ -172,6 +216,21 @@ def test_masked_lm_labels_of_wrong_shape(odd_config, batch):
     model = BertForMaskedLM(odd_config).eval()
     with pytest.raises(ValueError, match=r"labels has shape \(3,\) but the input has \(3, 11\)"):
         model(**batch, labels=torch.tensor([1, 2, 3]))
+
+
+def test_prediction_logits_are_every_position_without_labels_and_the_labelled_ones_with(odd_config, batch,
+                                                                                      mlm_labels, randomize):
+    """The documented two shapes of `prediction_logits`: (B, T, V) without labels; with them (N, V), row i the
+    i-th labelled position in row-major order — the same numbers the full projection gives there."""
+    assert "(N, V)" in PreTrainingOutput.__doc__ and "(N, V)" in HeadOutput.__doc__
+    for model in (randomize(BertForPreTraining(odd_config)), randomize(BertForMaskedLM(odd_config))):
+        with torch.no_grad():
+            full, sparse = model(**batch), model(**batch, labels=mlm_labels)
+        get = (lambda o: o.prediction_logits) if isinstance(model, BertForPreTraining) else (lambda o: o.logits)
+        chosen = mlm_labels != IGNORE
+        assert get(full).shape == (3, 11, 99)
+        assert get(sparse).shape == (int(chosen.sum()), 99)
+        assert max_err(get(sparse), get(full)[chosen]) <= 1e-5
 
 
 def test_num_labels_must_be_positive(odd_config):

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from bertlab import Bert, BertConfig, BertForPreTraining
-from bertlab.model import default_device
-from bertlab.model.bert import additive_mask
+from bertlab.utils import default_device
+from bertlab.model.attention import additive_mask
 
 from testkit import ODD, make_batch, randomize_
 
@@ -96,7 +96,7 @@ def resid(batch):
     """A random residual stream (3, 11, 32) and the additive padding mask of `batch`."""
     g = torch.Generator().manual_seed(2)
     x = torch.randn(3, 11, 32, generator=g)
-    return x, additive_mask(batch["attention_mask"], x.dtype)
+    return x, additive_mask(batch["attention_mask"], x)
 
 
 def test_self_attention_and_output_match_transformers(odd_model, resid, hf_twin):

@@ -1,11 +1,11 @@
 """The BERT model, leaf to root: embeddings → attention → encoder layer → Bert → task heads."""
 
-from .bert import Bert, BertOutput, default_device
+from .bert import Bert, BertOutput
 from .embeddings import EmbeddingParts
-from .heads import (BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
+from .heads import (IGNORE, BertForMaskedLM, BertForMultipleChoice, BertForPreTraining, BertForQuestionAnswering,
                     BertForSequenceClassification, BertForTokenClassification)
-from .hooks import HookPoint
+from ..hooks import HookPoint
 
-__all__ = ["Bert", "BertOutput", "EmbeddingParts", "HookPoint", "default_device", "BertForPreTraining",
+__all__ = ["Bert", "BertOutput", "EmbeddingParts", "HookPoint", "IGNORE", "BertForPreTraining",
            "BertForMaskedLM", "BertForSequenceClassification", "BertForTokenClassification",
-           "BertForQuestionAnswering"]
+           "BertForQuestionAnswering", "BertForMultipleChoice"]

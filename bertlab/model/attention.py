@@ -14,7 +14,27 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..config import BertConfig
-from .hooks import HookPoint
+from ..hooks import HookPoint
+
+
+def additive_mask(attention_mask: torch.Tensor | None, x: torch.Tensor, causal: bool = False) -> torch.Tensor | None:
+    """Which keys each query may see, as a bias on the scores: 0 where it may, the dtype's minimum where not.
+
+    Padding (attention_mask 0) hides a key from every query: (B, 1, 1, T). A decoder (`is_decoder`) also
+    hides the keys right of each query, so position i sees 0 … i: (B or 1, 1, T, T). Both are combined as
+    booleans, as transformers does, so a padded future key gets the minimum once (twice overflows to -inf).
+    None when nothing is hidden: fused attention then skips the add. x: the (B, T, H) stream, for T and dtype.
+    """
+    keep = None
+    if attention_mask is not None and not bool(attention_mask.all()):
+        keep = attention_mask[:, None, None, :].bool()                              # (B, 1, 1, T)
+    if causal:
+        T = x.shape[1]
+        left = torch.ones(1, 1, T, T, dtype=torch.bool, device=x.device).tril()     # (1, 1, T, T): key j ≤ query i
+        keep = left if keep is None else keep & left                                 # (B, 1, T, T)
+    if keep is None:
+        return None
+    return torch.zeros(keep.shape, dtype=x.dtype, device=x.device).masked_fill(~keep, torch.finfo(x.dtype).min)
 
 
 class BertSelfAttention(nn.Module):
@@ -31,46 +51,25 @@ class BertSelfAttention(nn.Module):
         self.hook_q = HookPoint()        # (B, heads, T, Dh)
         self.hook_k = HookPoint()        # (B, heads, T, Dh)
         self.hook_v = HookPoint()        # (B, heads, T, Dh)
-        self.hook_scores = HookPoint()   # (B, heads, T, T)  scaled and masked, before softmax
+        self.hook_scores = HookPoint()   # (B, heads, T, T)  scaled and masked (padding, causal), before softmax
         self.hook_pattern = HookPoint()  # (B, heads, T, T)  softmax: row i = where token i looks
         self.hook_z = HookPoint()        # (B, heads, T, Dh) each head's output: zero a head here to ablate it
-
-    def fused_qkv(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """[W_q; W_k; W_v] (3H, H) and their biases stacked, for inference.
-
-        Cached until a weight changes (any in-place update bumps a tensor's version), so the concatenation
-        is paid once, not per call. Training does not use it: inside autograd the concatenation (and the
-        split of its gradient) would cost about what the fusion saves.
-        """
-        params = (self.query.weight, self.key.weight, self.value.weight,
-                  self.query.bias, self.key.bias, self.value.bias)
-        key = tuple((p.data_ptr(), p._version, p.dtype, p.device) for p in params)
-        if getattr(self, "_qkv_key", None) != key:
-            with torch.no_grad():
-                self._qkv = (torch.cat(params[:3]), torch.cat(params[3:]))
-            self._qkv_key = key
-        return self._qkv
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
         return x.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)  # (B, T, H) → (B, heads, T, Dh)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False):
-        """x: (B, T, H); mask: additive (B, 1, 1, T), 0 to attend and a large negative to ignore, or None.
+        """x: (B, T, H); mask: from `additive_mask`, (B, 1, 1, T) or (B or 1, 1, T, T), or None.
 
         Returns (context (B, T, H), attention pattern (B, heads, T, T) or None).
         """
         B, T, H = x.shape
-        explicit = need_weights or self.hook_scores.active or self.hook_pattern.active
-        if explicit or (torch.is_grad_enabled() and self.query.weight.requires_grad):
-            q, k, v = self.query(x), self.key(x), self.value(x)
-        else:  # inference: the same three projections as one matrix multiply, one pass over x instead of three
-            q, k, v = F.linear(x, *self.fused_qkv()).split(H, dim=-1)
-        q = self.hook_q(self.split_heads(q))
-        k = self.hook_k(self.split_heads(k))
-        v = self.hook_v(self.split_heads(v))
+        q = self.hook_q(self.split_heads(self.query(x)))
+        k = self.hook_k(self.split_heads(self.key(x)))
+        v = self.hook_v(self.split_heads(self.value(x)))
 
-        if explicit:
+        if need_weights or self.hook_scores.active or self.hook_pattern.active:
             # scaled by 1/sqrt(Dh), multiplied after the product as transformers does: dividing rounds
             # differently, and padded rows amplify that past 1e-4 on a real checkpoint
             scores = (q @ k.transpose(-2, -1)) * self.head_dim ** -0.5  # (B, heads, T, T)

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from ..config import BertConfig
-from .hooks import HookPoint
+from ..hooks import HookPoint
 
 
 @dataclass

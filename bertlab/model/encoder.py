@@ -3,23 +3,11 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from ..config import BertConfig
+from ..config import HIDDEN_ACTS, BertConfig
 from .attention import BertAttention
-from .hooks import HookPoint
-
-
-def activation(name: str):
-    """BERT's GELU is the exact x·Φ(x); the tanh approximation is what GPT-2 (and "gelu_new") use."""
-    if name == "gelu":
-        return F.gelu
-    if name in ("gelu_new", "gelu_pytorch_tanh"):
-        return lambda x: F.gelu(x, approximate="tanh")
-    if name == "relu":
-        return F.relu
-    raise ValueError(f"unknown hidden_act {name!r}")
+from ..hooks import HookPoint
 
 
 class BertIntermediate(nn.Module):
@@ -28,7 +16,7 @@ class BertIntermediate(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
-        self.act = activation(config.hidden_act)
+        self.act = HIDDEN_ACTS[config.hidden_act]  # exact GELU in BERT; config.py lists the others
         self.hook_mlp_act = HookPoint()  # (B, T, 4H) after GELU
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -36,11 +24,8 @@ class BertIntermediate(nn.Module):
 
 
 class BertFeedForwardOutput(nn.Module):
-    """The second half: 4H → H, dropout, then the residual add and LayerNorm.
-
-    HuggingFace calls this class `BertOutput`; bertlab keeps that name for what the model returns. The
-    attribute name (`output`) is what checkpoints use, and that is unchanged.
-    """
+    """The second half: 4H → H, dropout, then the residual add and LayerNorm. (HuggingFace's `BertOutput`:
+    bertlab keeps that name for what the model returns; the checkpoint's attribute name `output` stays.)"""
 
     def __init__(self, config: BertConfig):
         super().__init__()
@@ -76,12 +61,13 @@ class BertEncoder(nn.Module):
         self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
 
     def forward(self, x, mask, output_attentions=False, output_hidden_states=False):
-        hidden_states = [x] if output_hidden_states else None
-        attentions = [] if output_attentions else None
+        """Returns (last (B, T, H), the L + 1 hidden states or None, the L attention patterns or None)."""
+        hidden_states = (x,) if output_hidden_states else None
+        attentions = () if output_attentions else None
         for layer in self.layer:
             x, pattern = layer(x, mask, output_attentions)
             if output_hidden_states:
-                hidden_states.append(x)
+                hidden_states += (x,)
             if output_attentions:
-                attentions.append(pattern)
+                attentions += (pattern,)
         return x, hidden_states, attentions

@@ -13,35 +13,32 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..config import BertConfig
-from .bert import Bert, BertModule, BertOutput, default_device
-from .encoder import activation
+from ..config import HIDDEN_ACTS, BertConfig
+from ..inputs import check_label_shape, check_labels, flatten_choices
+from ..utils import default_device
+from .bert import Bert, BertModule, BertOutput
 
 IGNORE = -100  # label value for positions that carry no loss, as PyTorch's cross_entropy expects
-
-
-def _encoder(bert_or_config, device, add_pooling_layer: bool) -> Bert:
-    if isinstance(bert_or_config, Bert):
-        if add_pooling_layer and bert_or_config.pooler is None:
-            raise ValueError("this head classifies from the pooled [CLS] output, but the given Bert has no "
-                             "pooler: build it with Bert(config, add_pooling_layer=True)")
-        return bert_or_config.to(default_device(device)) if device is not None else bert_or_config
-    if isinstance(bert_or_config, BertConfig):
-        return Bert(bert_or_config, add_pooling_layer=add_pooling_layer, device=device)
-    raise ValueError(f"expected a Bert or a BertConfig, got {type(bert_or_config).__name__}")
 
 
 class _Head(BertModule):
     def __init__(self, bert_or_config, device, add_pooling_layer: bool):
         super().__init__()
-        self.bert = _encoder(bert_or_config, device, add_pooling_layer)
+        if isinstance(bert_or_config, Bert):
+            if add_pooling_layer and bert_or_config.pooler is None:
+                raise ValueError("this head classifies from the pooled [CLS] output, but the given Bert has no "
+                                 "pooler: build it with Bert(config, add_pooling_layer=True)")
+            self.bert = bert_or_config.to(default_device(device)) if device is not None else bert_or_config
+        elif isinstance(bert_or_config, BertConfig):
+            self.bert = Bert(bert_or_config, add_pooling_layer=add_pooling_layer, device=device)
+        else:
+            raise ValueError(f"expected a Bert or a BertConfig, got {type(bert_or_config).__name__}")
         self.config = self.bert.config
 
     def _init_new(self, *modules: nn.Module) -> None:
         with torch.no_grad():
             for m in modules:
-                m.to(self.device)
-                m.apply(self._init_weights)
+                m.to(self.device).apply(self._init_weights)
 
 
 # ---- pre-training ------------------------------------------------------------------------------
@@ -50,7 +47,7 @@ class BertPredictionHeadTransform(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.act = activation(config.hidden_act)
+        self.act = HIDDEN_ACTS[config.hidden_act]
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
 
     def forward(self, x):
@@ -75,28 +72,18 @@ class BertLMPredictionHead(nn.Module):
         return F.linear(self.transform(x), self.decoder.weight, self.bias)
 
 
-class BertPreTrainingHeads(nn.Module):
-    def __init__(self, config: BertConfig, word_embeddings: nn.Embedding):
-        super().__init__()
-        self.predictions = BertLMPredictionHead(config, word_embeddings)
-        self.seq_relationship = nn.Linear(config.hidden_size, 2)  # 0 = IsNext, 1 = NotNext
-
-
 def masked_lm(head: BertLMPredictionHead, sequence_output: torch.Tensor, labels: torch.Tensor | None):
-    """MLM logits and loss. With labels, only the labelled positions are projected onto the vocabulary.
+    """MLM (logits, loss). With labels, only the labelled positions are projected onto the vocabulary.
 
     The loss needs logits only where a token was chosen (~15 %), and the vocabulary projection is the
     largest matrix in a small BERT, so gathering first skips most of a training step's work.
-    Returns (logits, loss): logits are (B, T, V) without labels and (N, V) at the N labelled positions with.
     """
     if labels is None:
-        return head(sequence_output), None
-    if labels.shape != sequence_output.shape[:2]:
-        raise ValueError(f"labels has shape {tuple(labels.shape)} but the input has "
-                         f"{tuple(sequence_output.shape[:2])}: one label per token, {IGNORE} where there is none")
-    labels = labels.to(sequence_output.device)
-    chosen = labels != IGNORE                                         # (B, T)
-    logits = head(sequence_output[chosen])                            # (N, V)
+        return head(sequence_output), None                             # (B, T, V)
+    labels = torch.as_tensor(labels, device=sequence_output.device)
+    check_label_shape(labels, sequence_output.shape[:2], IGNORE)
+    chosen = labels != IGNORE                                          # (B, T)
+    logits = head(sequence_output[chosen])                             # (N, V)
     target = labels[chosen]
     loss = F.cross_entropy(logits.float(), target) if target.numel() else logits.sum() * 0.0
     return logits, loss
@@ -104,10 +91,12 @@ def masked_lm(head: BertLMPredictionHead, sequence_output: torch.Tensor, labels:
 
 @dataclass
 class PreTrainingOutput:
+    """`prediction_logits` has two shapes: (B, T, V) without `labels`, every position scored; with `labels`,
+    (N, V) for the N labelled positions only, in row-major order (`logits[i]` is `labels[labels != -100][i]`)."""
     loss: torch.Tensor | None                  # mlm_loss + nsp_loss, given both labels
     mlm_loss: torch.Tensor | None
     nsp_loss: torch.Tensor | None
-    prediction_logits: torch.Tensor            # (B, T, V); (N, V) at the labelled positions when labels are given
+    prediction_logits: torch.Tensor            # (B, T, V), or (N, V) at the labelled positions: see above
     seq_relationship_logits: torch.Tensor      # (B, 2): 0 = IsNext, 1 = NotNext
     bert: BertOutput
 
@@ -117,7 +106,9 @@ class BertForPreTraining(_Head):
 
     def __init__(self, bert_or_config, device=None):
         super().__init__(bert_or_config, device, add_pooling_layer=True)
-        self.cls = BertPreTrainingHeads(self.config, self.bert.embeddings.word_embeddings)
+        self.cls = nn.Module()  # a bare container: `cls.predictions`, `cls.seq_relationship` are the checkpoint's paths
+        self.cls.predictions = BertLMPredictionHead(self.config, self.bert.embeddings.word_embeddings)
+        self.cls.seq_relationship = nn.Linear(self.config.hidden_size, 2)  # 0 = IsNext, 1 = NotNext
         self._init_new(self.cls.predictions.transform, self.cls.seq_relationship)
         self.cls.to(self.device)
 
@@ -128,16 +119,22 @@ class BertForPreTraining(_Head):
         nsp_logits = self.cls.seq_relationship(out.pooler_output)
         nsp_loss = None
         if next_sentence_label is not None:
-            nsp_loss = F.cross_entropy(nsp_logits.float(), torch.as_tensor(next_sentence_label, device=nsp_logits.device).view(-1))
+            nsp_labels = torch.as_tensor(next_sentence_label, device=nsp_logits.device).view(-1)  # (B,)
+            nsp_loss = F.cross_entropy(nsp_logits.float(), nsp_labels)
         parts = [x for x in (mlm_loss, nsp_loss) if x is not None]
         return PreTrainingOutput(sum(parts) if parts else None, mlm_loss, nsp_loss, logits, nsp_logits, out)
 
 
 @dataclass
-class MaskedLMOutput:
+class HeadOutput:
+    """What the masked-LM and classifier heads return. A masked LM's `logits` are (B, T, V) without `labels` and
+    (N, V) at the N labelled positions with them, as `PreTrainingOutput.prediction_logits`."""
     loss: torch.Tensor | None
-    logits: torch.Tensor                       # (B, T, V); (N, V) at the labelled positions when labels are given
+    logits: torch.Tensor    # MLM (B, T, V) or (N, V); sequence (B, num_labels); token (B, T, num_labels); choice (B, C)
     bert: BertOutput
+
+
+MaskedLMOutput = ClassifierOutput = HeadOutput  # the names it had when there were two, still used by scripts
 
 
 class BertForMaskedLM(_Head):
@@ -149,75 +146,76 @@ class BertForMaskedLM(_Head):
         self.cls.to(self.device)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None,
-                output_attentions=False, output_hidden_states=False) -> MaskedLMOutput:
+                output_attentions=False, output_hidden_states=False) -> HeadOutput:
         out = self.bert(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
         logits, loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels)
-        return MaskedLMOutput(loss, logits, out)
+        return HeadOutput(loss, logits, out)
 
 
 # ---- fine-tuning -------------------------------------------------------------------------------
 
-@dataclass
-class ClassifierOutput:
-    loss: torch.Tensor | None
-    logits: torch.Tensor                       # (B, num_labels) or (B, T, num_labels)
-    bert: BertOutput
+class _Classifier(_Head):
+    """The fine-tuning heads of figure 4: the encoder's pooled [CLS] (or, for tagging, every token's state)
+    → dropout → `classifier` = Linear(H, num_labels). The heads below differ only in their loss."""
+    pooled = True  # classify from the pooled [CLS]: the encoder needs its pooler
+
+    def __init__(self, bert_or_config, num_labels: int = 2, classifier_dropout: float | None = None, device=None):
+        super().__init__(bert_or_config, device, add_pooling_layer=self.pooled)
+        if num_labels < 1:
+            raise ValueError(f"num_labels must be at least 1, got {num_labels}")
+        self.num_labels = num_labels
+        self.dropout = nn.Dropout(self.config.hidden_dropout_prob if classifier_dropout is None else classifier_dropout)
+        self.classifier = nn.Linear(self.config.hidden_size, num_labels)
+        self._init_new(self.classifier)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None,
+                output_attentions=False, output_hidden_states=False) -> HeadOutput:
+        out = self.bert(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
+        features = out.pooler_output if self.pooled else out.last_hidden_state  # (B, H) or (B, T, H)
+        logits = self.classifier(self.dropout(features))                        # (B, num_labels) or (B, T, num_labels)
+        loss = None if labels is None else self.loss(logits, torch.as_tensor(labels, device=logits.device))
+        return HeadOutput(loss, logits, out)
 
 
-class BertForSequenceClassification(_Head):
+class BertForSequenceClassification(_Classifier):
     """pooled [CLS] output → dropout → linear. One label: regression (MSE); more: classes (cross-entropy)."""
 
-    def __init__(self, bert_or_config, num_labels: int = 2, classifier_dropout: float | None = None, device=None):
-        super().__init__(bert_or_config, device, add_pooling_layer=True)
-        if num_labels < 1:
-            raise ValueError(f"num_labels must be at least 1, got {num_labels}")
-        self.num_labels = num_labels
-        p = self.config.hidden_dropout_prob if classifier_dropout is None else classifier_dropout
-        self.dropout = nn.Dropout(p)
-        self.classifier = nn.Linear(self.config.hidden_size, num_labels)
-        self._init_new(self.classifier)
+    def loss(self, logits, labels):
+        if self.num_labels == 1:
+            return F.mse_loss(logits.float().view(-1), labels.float().view(-1))
+        check_labels(labels, self.num_labels)
+        return F.cross_entropy(logits.float(), labels.view(-1))
+
+
+class BertForTokenClassification(_Classifier):
+    """Each token's state → dropout → linear: tagging (NER, POS). Label a word's first piece; -100 the rest."""
+    pooled = False
+
+    def loss(self, logits, labels):
+        check_label_shape(labels, logits.shape[:2], IGNORE)
+        check_labels(labels[labels != IGNORE], self.num_labels)
+        return F.cross_entropy(logits.float().flatten(0, 1), labels.flatten(), ignore_index=IGNORE)
+
+
+class BertForMultipleChoice(_Classifier):
+    """SWAG: each of a question's C endings is read with the context as one sequence, its pooled [CLS] gets
+    one score, and the loss is cross-entropy across the C scores. Inputs (B, C, T) → logits (B, C); the
+    output's `.bert` holds the encoder's view of the B·C flattened sequences."""
+
+    def __init__(self, bert_or_config, classifier_dropout: float | None = None, device=None):
+        super().__init__(bert_or_config, 1, classifier_dropout, device)  # one score per choice
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None,
-                output_attentions=False, output_hidden_states=False) -> ClassifierOutput:
-        out = self.bert(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
-        logits = self.classifier(self.dropout(out.pooler_output))          # (B, num_labels)
-        loss = None
-        if labels is not None:
-            labels = torch.as_tensor(labels, device=logits.device)
-            if self.num_labels == 1:
-                loss = F.mse_loss(logits.float().view(-1), labels.float().view(-1))
-            else:
-                _check_labels(labels, self.num_labels)
-                loss = F.cross_entropy(logits.float(), labels.view(-1))
-        return ClassifierOutput(loss, logits, out)
+                output_attentions=False, output_hidden_states=False) -> HeadOutput:
+        *flat, C = flatten_choices(input_ids, token_type_ids, attention_mask)      # (B·C, T) each
+        out = super().forward(*flat, None, output_attentions, output_hidden_states)
+        logits = out.logits.view(-1, C)                                          # (B·C, 1) → (B, C)
+        loss = None if labels is None else self.loss(logits, torch.as_tensor(labels, device=logits.device))
+        return HeadOutput(loss, logits, out.bert)
 
-
-class BertForTokenClassification(_Head):
-    """Each token's final state → dropout → linear: tagging (NER, POS). Label a word's first piece; -100 the rest."""
-
-    def __init__(self, bert_or_config, num_labels: int = 2, classifier_dropout: float | None = None, device=None):
-        super().__init__(bert_or_config, device, add_pooling_layer=False)
-        if num_labels < 1:
-            raise ValueError(f"num_labels must be at least 1, got {num_labels}")
-        self.num_labels = num_labels
-        p = self.config.hidden_dropout_prob if classifier_dropout is None else classifier_dropout
-        self.dropout = nn.Dropout(p)
-        self.classifier = nn.Linear(self.config.hidden_size, num_labels)
-        self._init_new(self.classifier)
-
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None,
-                output_attentions=False, output_hidden_states=False) -> ClassifierOutput:
-        out = self.bert(input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states)
-        logits = self.classifier(self.dropout(out.last_hidden_state))      # (B, T, num_labels)
-        loss = None
-        if labels is not None:
-            labels = torch.as_tensor(labels, device=logits.device)
-            if labels.shape != logits.shape[:2]:
-                raise ValueError(f"labels has shape {tuple(labels.shape)}, expected {tuple(logits.shape[:2])}: "
-                                 f"one label per token, {IGNORE} for tokens without one")
-            _check_labels(labels[labels != IGNORE], self.num_labels)
-            loss = F.cross_entropy(logits.float().flatten(0, 1), labels.flatten(), ignore_index=IGNORE)
-        return ClassifierOutput(loss, logits, out)
+    def loss(self, logits, labels):
+        check_labels(labels, logits.shape[1])
+        return F.cross_entropy(logits.float(), labels.view(-1))
 
 
 @dataclass
@@ -251,11 +249,5 @@ class BertForQuestionAnswering(_Head):
         return QuestionAnsweringOutput(loss, start_logits, end_logits, out)
 
 
-def _check_labels(labels: torch.Tensor, num_labels: int) -> None:
-    if labels.numel() and (labels.min() < 0 or labels.max() >= num_labels):
-        raise ValueError(f"labels must be in 0 … {num_labels - 1}, got values from {int(labels.min())} "
-                         f"to {int(labels.max())}")
-
-
 HEADS = {cls.__name__: cls for cls in (BertForPreTraining, BertForMaskedLM, BertForSequenceClassification,
-                                        BertForTokenClassification, BertForQuestionAnswering)}
+                                        BertForTokenClassification, BertForQuestionAnswering, BertForMultipleChoice)}

@@ -39,7 +39,7 @@ from tqdm.auto import tqdm
 
 from ..checkpoint import load, load_weights, resolve, save
 from ..config import BertConfig
-from ..model.bert import default_device
+from ..utils import default_device
 from ..model.heads import IGNORE, BertForPreTraining
 from ..tokenizer import Tokenizer
 from . import runfolder, snapshots

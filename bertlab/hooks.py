@@ -75,7 +75,9 @@ class HookedModule(nn.Module):
             for names, fn in fwd_hooks:
                 points = self.hook_points()
                 for name in self._select(names):
-                    handles.append(points[name].register_forward_hook(_wrap(fn, name)))
+                    def hook(module, inputs, output, fn=fn, name=name):  # torch's signature → ours
+                        return fn(output, name)
+                    handles.append(points[name].register_forward_hook(hook))
             yield self
         finally:
             for h in handles:
@@ -96,8 +98,3 @@ class HookedModule(nn.Module):
             out = self(*args, **kwargs)
         return out, cache
 
-
-def _wrap(fn: HookFn, name: str):
-    def hook(module, inputs, output):
-        return fn(output, name)
-    return hook
