@@ -11,6 +11,10 @@ from .figures import (attention_grid, attention_heatmap, cosine_matrix, drift_by
                       fill_mask_figure, fill_mask_layers_figure, head_importance_figure, lr_schedule,
                       masking_figure, nsp_figure, position_similarity, projection_2d, sinusoidal_positions,
                       training_curves)
+from .inspection import (contextuality_figure, head_types_figure, nearest_contexts_figure, nearest_contexts_html,
+                         neuron_figure, probe_layers_figure, saliency_figure)
+from .inspection_widgets import ContextSearch, NeuronExplorer, SaliencyExplorer
+from .neuron_view import neuron_view, neuron_view_html
 from .widgets import (AttentionExplorer, ContextExplorer, EmbeddingSumExplorer, HeadAblation, MaskingLab,
                       MaskPlayground, NSPExplorer)
 
@@ -19,9 +23,12 @@ __all__ = [
     "attention_heatmap", "attention_grid", "embedding_sum", "sinusoidal_positions", "position_similarity",
     "masking_figure", "nsp_figure", "fill_mask_figure", "fill_mask_layers_figure", "cosine_matrix",
     "drift_by_layer", "projection_2d", "training_curves", "lr_schedule", "head_importance_figure",
+    "neuron_figure", "saliency_figure", "head_types_figure", "contextuality_figure", "probe_layers_figure",
+    "nearest_contexts_figure", "nearest_contexts_html",
     # attention views (offline)
-    "head_view", "model_view", "head_view_html", "model_view_html", "AttentionView",
+    "head_view", "model_view", "head_view_html", "model_view_html", "AttentionView", "neuron_view",
+    "neuron_view_html",
     # live widgets
     "AttentionExplorer", "MaskPlayground", "MaskingLab", "EmbeddingSumExplorer", "NSPExplorer",
-    "ContextExplorer", "HeadAblation",
+    "ContextExplorer", "HeadAblation", "NeuronExplorer", "SaliencyExplorer", "ContextSearch",
 ]
