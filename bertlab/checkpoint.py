@@ -399,12 +399,11 @@ def save(model, tokenizer: Tokenizer, path: str | os.PathLike, format: str = "be
     sd = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in model.state_dict().items() if k != DECODER_WEIGHT}
     if format == "huggingface" and MLM_BIAS in sd:
         sd[DECODER_BIAS] = sd[MLM_BIAS].clone()
-    config = config_for(model)
 
     whole, tmp = _new_folder_for(path)
     try:
         save_file(sd, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-        (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        _save_config(model, tmp / "config.json")
         tokenizer.save(tmp, max_position_embeddings=model.config.max_position_embeddings)
         if format == "huggingface":
             (tmp / "special_tokens_map.json").write_text(json.dumps(
@@ -424,21 +423,16 @@ def save(model, tokenizer: Tokenizer, path: str | os.PathLike, format: str = "be
 HF_ARCHITECTURE = {"Bert": "BertModel"}
 
 
-def config_for(model) -> dict:
-    """The config.json of a save: what `BertConfig.save` writes (model_type and every field), with the class
-    transformers should build under `architectures` and, for a classifier or tagger, its labels.
-
-    Written here rather than by `BertConfig.save`, which always names BertForPreTraining and writes no labels: a
-    bare encoder or a classifier saved that way would be read back as BertForPreTraining, and fail to load.
-    test_checkpoint checks that the two agree on everything else.
-    """
+def _save_config(model, path: Path) -> None:
+    """config.json through `BertConfig.save`, naming the class transformers should build and, for a
+    classifier or tagger, its labels (a bare encoder saved as BertForPreTraining would not load back)."""
     arch = HF_ARCHITECTURE.get(type(model).__name__, type(model).__name__)
-    config = {"architectures": [arch], "model_type": "bert", **model.config.to_dict()}
+    labels = {}
     if getattr(model, "num_labels", None) is not None:
-        config["num_labels"] = model.num_labels
-        config["id2label"] = {str(i): f"LABEL_{i}" for i in range(model.num_labels)}
-        config["label2id"] = {f"LABEL_{i}": i for i in range(model.num_labels)}
-    return config
+        labels = {"num_labels": model.num_labels,
+                  "id2label": {str(i): f"LABEL_{i}" for i in range(model.num_labels)},
+                  "label2id": {f"LABEL_{i}": i for i in range(model.num_labels)}}
+    model.config.save(path, architectures=[arch], **labels)
 
 
 def _new_folder_for(path: Path) -> tuple[bool, Path]:

@@ -135,8 +135,11 @@ class BertConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in known and v is not None})
 
-    def save(self, path: str | Path) -> None:
-        d = {"architectures": ["BertForPreTraining"], "model_type": "bert", **self.to_dict()}
+    def save(self, path: str | Path, architectures=("BertForPreTraining",), **extra) -> None:
+        """Write config.json as transformers reads it: `architectures` names the class to build (a bare
+        encoder is "BertModel", a classifier its head), `extra` adds keys bertlab keeps outside the config,
+        such as a classifier's `num_labels`, `id2label` and `label2id`."""
+        d = {"architectures": list(architectures), "model_type": "bert", **self.to_dict(), **extra}
         Path(path).write_text(json.dumps(d, indent=2) + "\n")
 
     @classmethod

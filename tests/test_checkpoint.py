@@ -165,7 +165,7 @@ def test_every_model_class_survives_a_bertlab_round_trip(cls, kwargs, odd_config
 @pytest.mark.parametrize("cls,kwargs", HEAD_CASES, ids=[c.__name__ for c, _ in HEAD_CASES])
 def test_a_saves_config_json_is_bertconfigs_with_the_class_and_labels(cls, kwargs, odd_config, odd_tokenizer,
                                                                        tmp_path):
-    # bertlab.save writes config.json itself only to name the class and the labels; all else is BertConfig.save's
+    # bertlab.save writes config.json through BertConfig.save, adding the class and the labels
     model = cls(odd_config, **kwargs)
     bertlab.save(model, odd_tokenizer, tmp_path / "save")
     odd_config.save(tmp_path / "config.json")
