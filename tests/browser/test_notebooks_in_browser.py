@@ -357,6 +357,9 @@ def _drive_a_widget(page, tries: int = 3):
     pytest.fail(f"driving a widget changed nothing that a person would see; tried: {', '.join(tried)}")
 
 
+NEURON_VIEW_TITLES = {"Query q", "Key k", "q × k (elementwise)", "q ∙ k", "Softmax", "No token selected"}
+
+
 def _check_bertviz(page, views) -> list[str]:
     problems = []
     for v in views:
@@ -366,6 +369,8 @@ def _check_bertviz(page, views) -> list[str]:
             if not tokens:                               # (a second click would close the detail again)
                 page.locator(f'#{v["id"]} g:has(> rect.attn_background) > rect:last-child').first.click(force=True)
                 tokens = page.locator(f'#{v["id"]} svg text.token').all_text_contents()
+        elif "Query q" in texts and "Softmax" in texts:  # the neuron view: its column titles, then the tokens
+            tokens = [t for t in texts if t.strip() not in NEURON_VIEW_TITLES]
         else:                                            # the head view: the tokens on the left and on the right
             tokens = texts
         half = len(tokens) // 2
