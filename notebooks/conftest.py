@@ -1,8 +1,7 @@
-"""nbval runs every notebook here (the README's test command). Training cells read BERTLAB_QUICK and train
-for fewer steps under test; every concept still runs, only smaller. One torch thread per kernel keeps a
-2-core machine responsive."""
+"""nbval runs every notebook here (the README's test command). Every notebook runs as a reader runs it (their
+training cells are small enough), so the check cells compare what a reader sees. One torch thread per kernel
+keeps a 2-core machine responsive."""
 
 import os
 
-os.environ.setdefault("BERTLAB_QUICK", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")

@@ -15,6 +15,8 @@ from .inspection import (contextuality_figure, head_types_figure, nearest_contex
                          neuron_figure, probe_layers_figure, saliency_figure)
 from .inspection_widgets import ContextSearch, NeuronExplorer, SaliencyExplorer
 from .neuron_view import neuron_view, neuron_view_html
+from .replay import SnapshotReplay, intra_similarity_figure, snapshot_figure
+from .export import export  # noqa: E402  (the function shadows its module: bertlab.viz.export(fig, "f.svg"))
 from .widgets import (AttentionExplorer, ContextExplorer, EmbeddingSumExplorer, HeadAblation, MaskingLab,
                       MaskPlayground, NSPExplorer)
 
@@ -24,11 +26,12 @@ __all__ = [
     "masking_figure", "nsp_figure", "fill_mask_figure", "fill_mask_layers_figure", "cosine_matrix",
     "drift_by_layer", "projection_2d", "training_curves", "lr_schedule", "head_importance_figure",
     "neuron_figure", "saliency_figure", "head_types_figure", "contextuality_figure", "probe_layers_figure",
-    "nearest_contexts_figure", "nearest_contexts_html",
+    "nearest_contexts_figure", "nearest_contexts_html", "snapshot_figure", "intra_similarity_figure", "export",
     # attention views (offline)
     "head_view", "model_view", "head_view_html", "model_view_html", "AttentionView", "neuron_view",
     "neuron_view_html",
     # live widgets
     "AttentionExplorer", "MaskPlayground", "MaskingLab", "EmbeddingSumExplorer", "NSPExplorer",
     "ContextExplorer", "HeadAblation", "NeuronExplorer", "SaliencyExplorer", "ContextSearch",
+    "SnapshotReplay",
 ]

@@ -119,8 +119,7 @@ def lab(tmp_path_factory) -> Lab:
                      ("JUPYTER_DATA_DIR", "data"), ("IPYTHONDIR", "ipython")):
         env[var] = str(base / sub)
         (base / sub).mkdir()
-    # as notebooks/conftest.py does for nbval: quick training cells, one torch thread per kernel
-    env.setdefault("BERTLAB_QUICK", "1")
+    # as notebooks/conftest.py does for nbval: one torch thread per kernel
     env.setdefault("OMP_NUM_THREADS", "1")
     env["JUPYTER_PLATFORM_DIRS"] = "1"
     env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
