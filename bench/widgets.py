@@ -84,6 +84,47 @@ def attention_text(model, tok):
     return w, step
 
 
+def attention_combine(model, tok):
+    w = W.AttentionExplorer(fit(tok, PASSAGE), model=model, layer=1)
+    w.words.value, w.hide_special.value = True, True      # word level, no [CLS]/[SEP]: the costliest view
+
+    def step(i):
+        w.combine.value = "all-sum" if i % 2 == 0 else "layer-mean"
+    return w, step
+
+
+def neuron_control(control: str, values: tuple[int, int]):
+    """NeuronExplorer with `control` (the query buttons or the head slider) alternating between `values`."""
+    def build(model, tok):
+        w = W.NeuronExplorer(fit(tok, PASSAGE), model=model, layer=1, head=1)
+
+        def step(i):
+            getattr(w, control).value = values[i % 2]
+        return w, step
+    return build
+
+
+def saliency_method(method: str, steps: int = 16):
+    def build(model, tok):
+        w = W.SaliencyExplorer(fit(tok, PASSAGE.replace(" bank ", " [MASK] ", 1)), model=model, method=method,
+                               steps=steps)
+        targets = ["bank", "river"]
+
+        def step(i):
+            w.target.value = targets[i % 2]              # a new target: the attribution is computed again
+        return w, step
+    return build
+
+
+def context_search_layer(model, tok):
+    w = W.ContextSearch(fit(tok, PASSAGE), "bank", model=model, layer=-1)
+    top = w.layer.max
+
+    def step(i):
+        w.layer.value = 1 if i % 2 == 0 else top       # each layer's index is built once (warm-up), then cached
+    return w, step
+
+
 def mask_click(model, tok):
     text = fit(tok, PASSAGE)
     w = W.MaskPlayground(text, model=model, mask=None)
@@ -157,6 +198,12 @@ CASES = [  # (widget, interaction, build, models)
     ("ContextExplorer", "layer-slider", context_slider, MODELS),
     ("ContextExplorer", "sentences", context_sentences, MODELS),
     ("HeadAblation", "toggle-head", ablation_toggle, MODELS),
+    ("AttentionExplorer", "combine-words", attention_combine, MODELS),
+    ("NeuronExplorer", "query-click", neuron_control("query", (3, 9)), MODELS),
+    ("NeuronExplorer", "head-slider", neuron_control("head", (0, 1)), MODELS),
+    ("SaliencyExplorer", "target-gradient", saliency_method("gradient"), WITH_HEADS),
+    ("SaliencyExplorer", "target-ig16", saliency_method("integrated_gradients", 16), WITH_HEADS),
+    ("ContextSearch", "layer-slider", context_search_layer, MODELS),
 ]
 
 
@@ -174,7 +221,7 @@ def run_case(build, name: str, interactions: int, warmup: int) -> dict:
         t0 = time.perf_counter()
         step(i)
         times.append((time.perf_counter() - t0) * 1e3)
-        if w.figure is None or w.error:
+        if (w.figure is None and getattr(w, "html", None) is None) or w.error:
             raise RuntimeError(f"{type(w).__name__} failed on interaction {i}: {w.error}")
     b = meter.snapshot()
     others, _ = meter.others(a, b)

@@ -12,7 +12,7 @@ from .model import (Bert, BertForMaskedLM, BertForMultipleChoice, BertForPreTrai
                     BertForSequenceClassification, BertForTokenClassification, BertOutput, EmbeddingParts)
 from .pretraining import make_pairs, mask_tokens
 from .pretraining.trainer import pretrain
-from .probe import (ablate, attention_neurons, attention_rollout, contextuality, cosine_distances, fill_mask,
+from .probe import (ablate, attention_map, attention_neurons, attention_rollout, contextuality, cosine_distances, fill_mask,
                     head_importance, head_types, load_probing_set, nearest_contexts, next_sentence, probe_layers,
                     saliency, sentence_embedding, word_vectors)
 from .tokenizer import Batch, Encoding, Tokenizer
@@ -25,4 +25,5 @@ __all__ = ["BertConfig", "Tokenizer", "Encoding", "Batch", "Bert", "BertOutput",
            "BertForTokenClassification", "BertForQuestionAnswering", "BertForMultipleChoice", "load", "save", "cached_models", "set_seed",
            "mask_tokens", "make_pairs", "pretrain", "fill_mask", "next_sentence", "word_vectors",
            "cosine_distances", "sentence_embedding", "attention_rollout", "head_importance", "ablate", "saliency", "head_types",
-           "contextuality", "nearest_contexts", "probe_layers", "load_probing_set", "attention_neurons"]
+           "contextuality", "nearest_contexts", "probe_layers", "load_probing_set", "attention_neurons",
+           "attention_map"]

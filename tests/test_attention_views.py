@@ -12,6 +12,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -23,39 +24,16 @@ import torch.nn.functional as F
 pytest.importorskip("bertviz", reason="the attention views need bertviz (the notebooks extra)")
 pytest.importorskip("plotly", reason="the attention views need plotly (the notebooks extra)")
 
-from bertlab.viz.attention import (AttentionView, head_view, head_view_html, model_view,  # noqa: E402
-                                   model_view_html)
+from bertlab.viz.attention_view import AttentionView  # noqa: E402
+from bertlab.viz.bertviz_views import head_view, head_view_html, model_view, model_view_html  # noqa: E402
+from testkit import embedded_params, model_attentions, urls_in  # noqa: E402
 
 torch.set_num_threads(1)
 
 SENTENCE = "The cat sat on the mat because it was tired."
 PAIR = ("The river bank was muddy.", "She sat on the bank and fished.")
-# d3 5.7.0 keeps these XML namespace names as string constants for createElementNS. They are names, never
-# fetched; they are the only http strings a view may hold (the browser test below proves nothing is fetched).
-XML_NAMESPACES = ("http://www.w3.org/1999/xhtml", "http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink",
-                  "http://www.w3.org/XML/1998/namespace", "http://www.w3.org/2000/xmlns/")
 CHROMIUM = shutil.which("chromium")
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH: the browser checks need one")
-
-
-def urls_in(html: str) -> list[str]:
-    for name in XML_NAMESPACES:
-        html = html.replace(f'"{name}"', '""')
-    return re.findall(r"https?://\S{0,60}|//cdn\S{0,60}", html)
-
-
-def embedded_params(html: str) -> dict:
-    """The data bertviz embeds in its script: `const params = {...}`."""
-    marker = "const params = "
-    start = html.index(marker) + len(marker)
-    return json.JSONDecoder().raw_decode(html, start)[0]
-
-
-def model_attentions(model, tok, text, text_pair=None) -> torch.Tensor:
-    """(L, heads, T, T): the model run on one unpadded text."""
-    with torch.no_grad():
-        out = model(**tok(text, text_pair), output_attentions=True)
-    return torch.stack([a[0] for a in out.attentions])
 
 
 def long_text(n_tokens: int) -> str:
@@ -337,6 +315,16 @@ def test_views_reject_bad_text(minilm, args, match):
         head_view(model, tok, *args)
     with pytest.raises(ValueError, match=match):
         model_view(model, tok, *args)
+
+
+def test_without_bertviz_the_views_say_how_to_install_it(minilm, monkeypatch):
+    from bertlab.viz.bertviz_views import bertviz
+    model, tok = minilm
+    monkeypatch.setitem(sys.modules, "bertviz", None)      # `import bertviz` fails, as where it is not installed
+    for call in (bertviz, lambda: head_view(model, tok, SENTENCE), lambda: model_view(model, tok, SENTENCE)):
+        with pytest.raises(ImportError, match=r"bertviz is not installed.*pip install bertviz"):
+            call()
+    assert len(AttentionView(model, tok, [SENTENCE])) == 1               # bertlab's own view needs no bertviz
 
 
 def test_bad_model_and_arguments(minilm):

@@ -97,6 +97,8 @@ def figures(run, bank):
         "embedding_sum": viz.embedding_sum(out, enc.tokens),
         "position_similarity": viz.position_similarity(model.embeddings.position_embeddings.weight, n=32),
         "attention_heatmap": viz.attention_heatmap(out, enc.tokens, layer=2, head=3),
+        "attention_map_figure": viz.attention_map_figure(
+            bertlab.attention_map(out, enc.tokens, layer="all", head="all", words=True, hide_special=True)),
         "attention_grid": viz.attention_grid(out, enc.tokens),
         "masking_figure": viz.masking_figure(enc.tokens, inputs, labels, tok),
         "nsp_figure": viz.nsp_figure(0.8, TEXT_A, TEXT_B),
@@ -108,7 +110,18 @@ def figures(run, bank):
         "training_curves": viz.training_curves(ROWS_WITH_EVAL),
         "lr_schedule": viz.lr_schedule(300, 30, 1e-3, rows=ROWS),
         "head_importance_figure": viz.head_importance_figure(torch.rand(6, 12, generator=SEED())),
+        "ablation_figure": viz.ablation_figure(_fake_ablation()),
     }
+
+
+def _fake_ablation(metric: str = "prediction"):
+    from bertlab.probe import AblationEffect
+    tokens = ["[CLS]", "the", "[MASK]", "flowed", ".", "[SEP]"]
+    if metric == "output":
+        return AblationEffect([(0, 1)], "output", tokens, [], change=torch.tensor([0.0, 0.1, 0.3, 0.2, 0.0, 0.05]))
+    return AblationEffect([(0, 1), (1, 0)], "prediction", tokens, [2],
+                          baseline=[("river", 0.5), ("water", 0.2)], guesses=[("water", 0.4), ("it", 0.3)],
+                          compared=[("river", 0.5, 0.1), ("water", 0.2, 0.4), ("it", 0.05, 0.3)])
 
 
 def _fake_fill_mask():
@@ -458,3 +471,19 @@ def test_head_importance_figure_is_the_scores():
         viz.head_importance_figure(scores[0])
     with pytest.raises(ValueError, match="NaN"):
         viz.head_importance_figure(torch.full((2, 2), float("nan")))
+
+
+def test_ablation_figure_draws_both_runs_of_every_guess_or_the_change_per_token():
+    effect = _fake_ablation()
+    fig = viz.ablation_figure(effect)
+    on, off = fig.data
+    assert list(on.y) == list(off.y) == ["river (0)", "water (1)", "it (2)"]          # the union, baseline first
+    np.testing.assert_allclose(arr(on.x), [0.5, 0.2, 0.05])
+    np.testing.assert_allclose(arr(off.x), [0.1, 0.4, 0.3])
+    assert off.name == "off: L0H1, L1H0" and "L0H1, L1H0" in fig.layout.title.text
+    change = viz.ablation_figure(_fake_ablation("output"))
+    assert list(change.data[0].x)[2] == "[MASK] (2)"
+    np.testing.assert_allclose(arr(change.data[0].y), [0.0, 0.1, 0.3, 0.2, 0.0, 0.05], atol=1e-7)
+    with pytest.raises(ValueError, match="AblationEffect"):
+        viz.ablation_figure(torch.zeros(3))
+

@@ -10,13 +10,9 @@ from bertlab import (Bert, BertForMaskedLM, BertForPreTraining, BertForQuestionA
 from bertlab.model import BertForMultipleChoice
 from bertlab.model.heads import IGNORE, HeadOutput, PreTrainingOutput
 
-from testkit import make_batch
+from testkit import make_batch, max_err
 
 ATOL = 1e-5
-
-
-def max_err(a, b) -> float:
-    return (a.float() - b.float()).abs().max().item()
 
 
 @pytest.fixture

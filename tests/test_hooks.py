@@ -8,12 +8,10 @@ from torch.overrides import TorchFunctionMode
 
 from bertlab.model import HookPoint
 
+from testkit import no_hooks_anywhere
+
 B, HEADS, T, H, DH, FFN = 3, 4, 11, 32, 8, 37
 Z0 = "encoder.layer.0.attention.self.hook_z"
-
-
-def no_hooks_anywhere(model) -> bool:
-    return all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())
 
 
 def ablate_head_3(z, name):

@@ -27,39 +27,11 @@ from bertlab.probe.neurons import attention_neurons  # noqa: E402
 from bertlab.viz.inspection import (contextuality_figure, head_types_figure, nearest_contexts_figure,  # noqa: E402
                                     nearest_contexts_html, neuron_figure, probe_layers_figure, saliency_figure)
 from bertlab.viz.neuron_view import neuron_view, neuron_view_data, neuron_view_html  # noqa: E402
+from testkit import embedded_params, model_attentions, one_thread, urls_in  # noqa: E402, F401  (one_thread: a fixture)
 
 SENTENCE = "The cat sat on the mat because it was warm."
 PAIR = ("The river bank was muddy.", "She sat on the bank and fished.")
-# d3 keeps these XML namespace names as string constants for createElementNS: names, never fetched
-XML_NAMESPACES = ("http://www.w3.org/1999/xhtml", "http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink",
-                  "http://www.w3.org/XML/1998/namespace", "http://www.w3.org/2000/xmlns/")
 CHROMIUM = shutil.which("chromium")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)          # the test machine has 2 shared cores
-    yield
-    torch.set_num_threads(threads)
-
-
-def urls_in(html: str) -> list[str]:
-    for name in XML_NAMESPACES:
-        html = html.replace(f'"{name}"', '""')
-    return re.findall(r"https?://\S{0,60}|//cdn\S{0,60}", html)
-
-
-def embedded_params(html: str) -> dict:
-    marker = "const params = "
-    start = html.index(marker) + len(marker)
-    return json.JSONDecoder().raw_decode(html, start)[0]
-
-
-def model_attentions(model, tok, text, text_pair=None) -> torch.Tensor:
-    with torch.no_grad():
-        out = model(**tok(text, text_pair), output_attentions=True)
-    return torch.stack([a[0] for a in out.attentions])            # (L, heads, T, T)
 
 
 # ---- the neuron view ------------------------------------------------------------------------------------
@@ -272,13 +244,13 @@ def loaded(minilm, monkeypatch):
     """The widgets load models by name once per process: hand them the session's MiniLM and bertlab-mini."""
     from bertlab.viz import widgets as base
 
-    monkeypatch.setitem(base._LOADED, "minilm", minilm)
-    monkeypatch.setitem(base._LOADED, "bertlab-mini", mini_model())
-    return base._LOADED
+    monkeypatch.setitem(base.LOADED, "minilm", minilm)
+    monkeypatch.setitem(base.LOADED, "bertlab-mini", mini_model())
+    return base.LOADED
 
 
 def test_neuron_explorer_follows_the_clicked_query(minilm, loaded):
-    from bertlab.viz.inspection_widgets import NeuronExplorer
+    from bertlab.viz.widgets import NeuronExplorer
 
     model, tok = minilm
     w = NeuronExplorer(SENTENCE, model="minilm", layer=0, head=2)
@@ -302,7 +274,7 @@ def test_neuron_explorer_follows_the_clicked_query(minilm, loaded):
 
 def test_saliency_explorer_redraws_for_each_method(loaded):
     from bertlab.probe.saliency import saliency
-    from bertlab.viz.inspection_widgets import SaliencyExplorer
+    from bertlab.viz.widgets import SaliencyExplorer
 
     model, tok = loaded["bertlab-mini"]
     text = "The river [MASK] was muddy after the storm."
@@ -320,7 +292,7 @@ def test_saliency_explorer_redraws_for_each_method(loaded):
 
 
 def test_context_search_moves_with_the_layer(minilm, loaded):
-    from bertlab.viz.inspection_widgets import ContextSearch
+    from bertlab.viz.widgets import ContextSearch
 
     model, tok = minilm
     corpus = ["The bank raised its interest rates.", "We fished from the grassy bank of the river.",

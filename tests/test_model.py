@@ -14,13 +14,9 @@ from bertlab import Bert, BertConfig, BertForPreTraining
 from bertlab.utils import default_device
 from bertlab.model.attention import additive_mask
 
-from testkit import ODD, make_batch, randomize_
+from testkit import ODD, make_batch, max_err, randomize_
 
 ATOL = 1e-5
-
-
-def max_err(a: torch.Tensor, b: torch.Tensor) -> float:
-    return (a.float() - b.float()).abs().max().item()
 
 
 # ---- shapes -------------------------------------------------------------------------------------

@@ -14,18 +14,18 @@ import torch
 import torch.nn.functional as F
 
 import bertlab
-from bertlab.probe import (FillMask, HeadImportance, ablate, attention_rollout, cosine_distances, fill_mask,
-                           head_importance, next_sentence, sentence_embedding, word_vectors)
+from bertlab import probe
+from bertlab.probe import (Ablation, AblationEffect, FillMask, HeadImportance, ablate, attention_rollout,
+                           cosine_distances, fill_mask, head_importance, next_sentence, sentence_embedding,
+                           word_vectors)
+
+from testkit import no_hooks_anywhere
 
 torch.set_num_threads(1)
 
 RIVER_1 = "We sat on the river bank and watched the water flow past."
 RIVER_2 = "The boat drifted toward the muddy bank of the river."
 MONEY = "I deposited my salary at the bank this morning."
-
-
-def no_hooks_anywhere(model) -> bool:
-    return all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())
 
 
 @pytest.fixture
@@ -113,6 +113,116 @@ def test_probes_switch_dropout_off_and_give_back_each_modules_mode(odd_pretraini
     sentence_embedding(model, tok, ["the cat sat ."])
     head_importance(model, tok, "the [MASK] sat .")
     assert model.training and model.bert.encoder.layer[0].training and not model.cls.predictions.training
+
+
+def test_fill_mask_at_positions_masks_by_id_and_guesses_only_those(odd_pretraining, odd_tokenizer):
+    # hiding "sat" by position gives what writing [MASK] in its place gives: the ids are the same
+    model, tok = odd_pretraining, odd_tokenizer
+    at = fill_mask(model, tok, "the cat sat on the [MASK] .", top_k=4, by_layer=True, positions=[3])
+    written = fill_mask(model, tok, "the cat [MASK] on the [MASK] .", top_k=4, by_layer=True)
+    assert at.mask_positions == [3] and len(at.guesses) == 1                 # the text's own [MASK] is not guessed
+    assert at.tokens == written.tokens and at.tokens[3] == "[MASK]"
+    assert at.text == "the cat [MASK] on the [MASK]."
+    assert [g.token for g in at.guesses[0]] == [g.token for g in written.guesses[0]]
+    assert torch.allclose(torch.tensor([g.probability for g in at.guesses[0]]),
+                          torch.tensor([g.probability for g in written.guesses[0]]), atol=1e-6)
+    assert [[g.token for g in layer[0]] for layer in at.by_layer] == [[g.token for g in layer[0]]
+                                                                       for layer in written.by_layer]
+    for bad, message in [([0], "position 0 cannot be masked"), ([8], "position 8 cannot be masked"),
+                         (3, r"write \[3\]"), ([], "non-empty list")]:
+        with pytest.raises(ValueError, match=message):
+            fill_mask(model, tok, "the cat sat on the mat .", positions=bad)
+
+
+# ---- what every probe runs on ----------------------------------------------------------------------
+
+def test_which_heads_a_model_has(odd_config):
+    pre, mlm = bertlab.BertForPreTraining(odd_config), bertlab.BertForMaskedLM(odd_config)
+    bare, classifier = bertlab.Bert(odd_config), bertlab.BertForSequenceClassification(odd_config)
+    assert [probe.has_mlm_head(m) for m in (pre, mlm, bare, classifier)] == [True, True, False, False]
+    assert [probe.has_nsp_head(m) for m in (pre, mlm, bare, classifier)] == [True, False, False, False]
+    assert probe.mlm_head(mlm) is mlm.cls.predictions
+    with pytest.raises(ValueError, match="no masked-LM head"):
+        probe.mlm_head(classifier)
+    assert probe.base_model(pre) is pre.bert and probe.base_model(bare) is bare
+    with pytest.raises(ValueError, match="expected a bertlab model"):
+        probe.base_model(torch.nn.Linear(2, 2))
+
+
+def test_inference_is_eval_without_grad_and_gives_every_mode_back(odd_pretraining):
+    model = odd_pretraining.train()
+    model.cls.eval()
+    with probe.inference(model):
+        assert not torch.is_grad_enabled() and not any(m.training for m in model.modules())
+    assert torch.is_grad_enabled() and model.training and model.bert.training and not model.cls.training
+    with pytest.raises(RuntimeError, match="boom"):
+        with probe.inference(model):
+            raise RuntimeError("boom")
+    assert model.bert.encoder.training and not model.cls.predictions.training
+
+
+def test_run_attention_weights_and_embedding_parts_are_the_models_own(odd_pretraining, odd_tokenizer):
+    model, tok = odd_pretraining.train(), odd_tokenizer                 # dropout on: the probes switch it off
+    enc = tok("the cat sat on the mat .", "it was muddy .")
+    out = probe.run(model, enc, output_attentions=True)
+    model.eval()
+    with torch.no_grad():
+        by_hand = model.bert(**enc, output_attentions=True)
+    assert torch.equal(out.last_hidden_state, by_hand.last_hidden_state) and not out.last_hidden_state.requires_grad
+    weights = probe.attention_weights(model, tok.batch(["the cat sat .", "the dog sat on the mat ."]))
+    with torch.no_grad():
+        batch_out = model.bert(**tok.batch(["the cat sat .", "the dog sat on the mat ."]), output_attentions=True)
+    assert len(weights) == 2 and all(torch.equal(a, b) for a, b in zip(weights, batch_out.attentions))
+    parts = probe.embedding_parts(model, enc)
+    assert torch.equal(parts.normed, by_hand.embeddings.normed) and torch.equal(parts.position,
+                                                                                 by_hand.embeddings.position)
+    assert probe.max_length(model, tok) == min(model.config.max_position_embeddings, tok.model_max_length)
+
+    class Silent(torch.nn.Module):                                      # a model that returns no weights
+        def forward(self, **inputs):
+            return torch.zeros(1)
+    with pytest.raises(ValueError, match="no attention weights"):
+        probe.attention_weights(Silent(), enc)
+
+
+def test_an_ablation_with_no_head_off_is_the_model_and_with_heads_off_equals_ablate(odd_pretraining, odd_tokenizer):
+    model, tok = odd_pretraining, odd_tokenizer
+    text = "the cat [MASK] on the mat ."
+    ablation = Ablation(model, tok, text)
+    assert ablation.metric == "prediction" and ablation.mask_positions == [3]
+    none = ablation.effect((), top_k=3)
+    expected = fill_mask(model, tok, text, top_k=3).guesses[0]
+    assert isinstance(none, AblationEffect) and none.heads == [] and none.guesses == none.baseline
+    assert [t for t, _ in none.baseline] == [g.token for g in expected]
+    assert all(abs(p - g.probability) < 1e-6 for (_, p), g in zip(none.baseline, expected))
+    off = ablation.effect({(1, 2), (0, 1)}, top_k=3)
+    assert off.heads == [(0, 1), (1, 2)] and off.baseline == none.baseline
+    with ablate(model, [(0, 1), (1, 2)]):
+        by_hand = fill_mask(model, tok, text, top_k=99).guesses[0]
+    p_off = {g.token: g.probability for g in by_hand}
+    assert [t for t, _ in off.guesses] == [g.token for g in by_hand[:3]]
+    # compared: every token of either top 3, baseline's first, with both probabilities
+    assert [t for t, _, _ in off.compared] == list(dict.fromkeys([t for t, _ in off.baseline + off.guesses]))
+    assert all(abs(p - p_off[t]) < 1e-6 for t, _, p in off.compared)
+    assert no_hooks_anywhere(model)
+    with pytest.raises(ValueError, match="does not exist"):
+        ablation.effect([(5, 0)])
+
+
+def test_an_ablation_without_a_mask_measures_how_far_each_output_vector_moves(minilm):
+    model, tok = minilm
+    ablation = Ablation(model, tok, "The river bank was muddy.")
+    assert ablation.metric == "output"
+    assert torch.equal(ablation.effect(()).change, torch.zeros(len(ablation.tokens)))
+    effect = ablation.effect([(0, 3)])
+    enc = tok("The river bank was muddy.")
+    with torch.no_grad():
+        clean = model(**enc).last_hidden_state[0]
+        with ablate(model, [(0, 3)]):
+            moved = model(**enc).last_hidden_state[0]
+    assert torch.allclose(effect.change, 1 - F.cosine_similarity(moved, clean, dim=-1), atol=1e-6)
+    assert effect.guesses is None and float(effect.change.max()) > 0
+    assert no_hooks_anywhere(model)
 
 
 # ---- word vectors --------------------------------------------------------------------------------

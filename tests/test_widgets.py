@@ -7,6 +7,7 @@ model (a probe or a figure function), so a widget that shows stale or wrong numb
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 import torch
@@ -20,17 +21,10 @@ import bertlab  # noqa: E402
 from bertlab import probe  # noqa: E402
 from bertlab.viz import figures as F  # noqa: E402
 from bertlab.viz import widgets as W  # noqa: E402
+from testkit import no_hooks_anywhere, one_thread  # noqa: E402, F401  (one_thread: a fixture)
 
 LONG = ("The river was low after a long dry summer, and brown leaves floated past the ducks near the far "
         "shore while the old dog barked at them from the muddy bank and the children laughed.")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)          # the test machine has 2 shared cores
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")
@@ -47,22 +41,18 @@ def mini():
 
 @pytest.fixture(autouse=True)
 def models(request, monkeypatch):
-    """Widgets load models by name through W._LOADED: give them the session's models (loaded once)."""
+    """Widgets load models by name through W.LOADED: give them the session's models (loaded once)."""
     names = request.fixturenames
     if "tiny" in names:
-        monkeypatch.setitem(W._LOADED, "bertlab-tiny", request.getfixturevalue("tiny"))
+        monkeypatch.setitem(W.LOADED, "bertlab-tiny", request.getfixturevalue("tiny"))
     if "mini" in names:
-        monkeypatch.setitem(W._LOADED, "bertlab-mini", request.getfixturevalue("mini"))
+        monkeypatch.setitem(W.LOADED, "bertlab-mini", request.getfixturevalue("mini"))
     if "minilm" in names:
-        monkeypatch.setitem(W._LOADED, "minilm", request.getfixturevalue("minilm"))
+        monkeypatch.setitem(W.LOADED, "minilm", request.getfixturevalue("minilm"))
 
 
 def as_json(fig) -> dict:
     return json.loads(pio.to_json(fig, validate=False))
-
-
-def no_hooks_left(model) -> bool:
-    return all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())
 
 
 def shown(out) -> dict:
@@ -113,7 +103,7 @@ def test_a_model_that_cannot_load_is_a_message():
 
 @pytest.mark.parametrize("name", ["minilm", "bertlab-tiny"])
 def test_attention_explorer_sliders_show_the_chosen_head(name, tiny, minilm):
-    model, tok = W._LOADED[name]
+    model, tok = W.LOADED[name]
     text = "The river bank was muddy after the rain."
     w = W.AttentionExplorer(text, model=name)
     enc = tok(text)
@@ -165,6 +155,60 @@ def test_attention_explorer_text_pair_grid_and_head_view(minilm):
     assert html and "<script" in html and "cdnjs" not in html and "require.min.js" not in html
     assert w.head_view_out.outputs[0]["data"]["text/html"] == html
     assert w.message.value == ""
+
+
+def test_attention_explorer_combines_heads_merges_words_and_hides_specials(minilm):
+    model, tok = minilm
+    text = "The playwright quietly rewrote the unfinished manuscript."
+    w = W.AttentionExplorer(text, model="minilm", layer=2, head=3)
+    enc, forward = tok(text), w._fwd
+    fig = w.figure
+    steps = [dict(combine="layer-mean"), dict(words=True), dict(hide_special=True), dict(threshold=0.1),
+             dict(combine="all-sum"), dict(words=False, hide_special=False, threshold=0.0, combine="head")]
+    for step in steps:
+        for name, value in step.items():
+            getattr(w, name).value = value
+        assert w.error is None
+        expected = bertlab.attention_map(w._fwd, enc.tokens, **w.view_options())
+        # the in-place update equals the figure attention_map_figure builds from scratch
+        assert as_json(w.figure) == as_json(F.attention_map_figure(expected))
+        assert shown(w.out)["data"][0]["z"] == as_json(w.figure)["data"][0]["z"]
+    assert w._fwd is forward                               # no control re-ran the model
+    assert w.view_options() == dict(layer=2, head=3, reduce="mean", words=False, hide_special=False, threshold=0.0)
+    w.combine.value = "all-mean"
+    assert w.layer.disabled and w.head.disabled and "all 6 layers, all 12 heads (mean)" in w.figure.layout.title.text
+    w.words.value = True
+    assert "rewrote (4)" in list(w.figure.data[0].x) and "##wr" not in str(list(w.figure.data[0].x))
+    # a new model and a new text still give attention_map_figure's figure
+    w.text.value = "A cat sat."
+    assert as_json(w.figure) == as_json(F.attention_map_figure(
+        bertlab.attention_map(w._fwd, tok("A cat sat.").tokens, **w.view_options())))
+
+
+def test_attention_explorer_shows_the_guesses_at_each_mask(mini, minilm):
+    model, tok = mini
+    w = W.AttentionExplorer("She opened the [MASK] and walked in.", model="bertlab-mini")
+    expected = probe.fill_mask(model, tok, "She opened the [MASK] and walked in.", top_k=5)
+    assert [[g.token for g in gs] for gs in w.guesses.guesses] == [[g.token for g in gs] for gs in expected.guesses]
+    assert f"<b>{expected.guesses[0][0].token}</b>" in w.guesses_out.value
+    w.text_pair.value = "The [MASK] was warm inside."                 # masks in both texts: two lists
+    assert len(w.guesses.guesses) == 2 and w.guesses_out.value.count("[MASK]") == 2
+    w.text.value, w.text_pair.value = "No mask here.", ""
+    assert w.guesses is None and w.guesses_out.value == ""
+    w.text.value = "The river [MASK] was muddy."
+    w.model_select.value = "minilm"                                   # no MLM head: it says so and offers a switch
+    assert w.error is None and w.guesses is None and "has no MLM head" in w.guesses_out.value
+    assert w.switch.layout.display == ""
+
+
+def test_the_head_view_without_bertviz_is_a_message_and_the_heatmap_stays(minilm, monkeypatch):
+    monkeypatch.setitem(sys.modules, "bertviz", None)      # `import bertviz` fails, as where it is not installed
+    w = W.AttentionExplorer("The cat sat on the mat.", model="minilm")
+    w.show_head_view.value = True
+    assert_message(w, "head view: not available in this installation", "bertviz is not installed",
+                   "pip install bertviz")
+    assert w.head_view_html is None and w.head_view_out.outputs == ()
+    assert w.figure is not None and shown(w.out)["data"] == as_json(w.figure)["data"]
 
 
 def test_attention_explorer_bad_input_is_a_message(minilm):
@@ -298,10 +342,10 @@ def test_masking_lab_bad_input(minilm):
 
 @pytest.mark.parametrize("name", ["minilm", "bertlab-tiny"])
 def test_embedding_sum_explorer(name, tiny, minilm):
-    model, tok = W._LOADED[name]
+    model, tok = W.LOADED[name]
     w = W.EmbeddingSumExplorer("The cat sat.", "It was warm.", model=name)
     enc = tok("The cat sat.", "It was warm.")
-    bert = probe._encoder(model)
+    bert = probe.base_model(model)
     expected = F.embedding_sum(bert(**enc), enc.tokens)
     assert as_json(w.figure) == as_json(expected)
     before = as_json(w.figure)
@@ -361,7 +405,7 @@ SENTENCES = ["Grace walked along the muddy bank of the river. | river",
 
 @pytest.mark.parametrize("name", ["minilm", "bertlab-tiny"])
 def test_context_explorer_layers(name, tiny, minilm):
-    model, tok = W._LOADED[name]
+    model, tok = W.LOADED[name]
     texts = [s.split(" | ")[0] for s in SENTENCES]
     w = W.ContextExplorer("bank", SENTENCES, model=name)
     L = model.config.num_hidden_layers
@@ -416,7 +460,7 @@ def test_head_ablation_changes_predictions_and_restores_them(tiny):
     with probe.ablate(model, [top]):
         by_hand = probe.fill_mask(model, tok, text, top_k=5)
     assert [t for t, _ in w.predictions] == [g.token for g in by_hand.guesses[0]]
-    assert no_hooks_left(model)
+    assert no_hooks_anywhere(model)
 
     w.toggle(*top)
     assert w.ablated == set() and w.predictions == original
@@ -427,7 +471,7 @@ def test_head_ablation_changes_predictions_and_restores_them(tiny):
     assert len(w.ablated) == len(w.heads) and w.predictions != original
     w.all_on.click()
     assert w.predictions == original
-    assert no_hooks_left(model)
+    assert no_hooks_anywhere(model)
 
 
 def test_head_ablation_with_minilm_measures_the_output(mini, minilm):
@@ -438,7 +482,7 @@ def test_head_ablation_with_minilm_measures_the_output(mini, minilm):
     assert len(w.heads) == model.config.num_hidden_layers * model.config.num_attention_heads
     w.heads[(0, 3)].value = True
     assert float(w.change.max()) > 0
-    assert no_hooks_left(model)
+    assert no_hooks_anywhere(model)
     w.heads[(0, 3)].value = False
     assert float(w.change.abs().max()) == 0.0
     w.switch.click()
@@ -456,4 +500,4 @@ def test_head_ablation_bad_input(tiny):
     assert_message(w, "at most 128")
     w.rank.click()
     assert_message(w, "at most 128")
-    assert no_hooks_left(tiny[0])
+    assert no_hooks_anywhere(tiny[0])

@@ -8,7 +8,9 @@ change how a module runs (`one_thread`) or what it trains on (`corpus`), so a mo
 
 from __future__ import annotations
 
+import json
 import random
+import re
 import socket
 from pathlib import Path
 
@@ -71,6 +73,35 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# ---- offline HTML views ------------------------------------------------------------------------------
+
+# d3 5.7.0 keeps these XML namespace names as string constants for createElementNS. They are names, never
+# fetched; they are the only http strings a view may hold (the browser tests prove nothing is fetched).
+XML_NAMESPACES = ("http://www.w3.org/1999/xhtml", "http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink",
+                  "http://www.w3.org/XML/1998/namespace", "http://www.w3.org/2000/xmlns/")
+
+
+def urls_in(html: str) -> list[str]:
+    """Every URL in a page but d3's namespace names: what an offline view must not hold."""
+    for name in XML_NAMESPACES:
+        html = html.replace(f'"{name}"', '""')
+    return re.findall(r"https?://\S{0,60}|//cdn\S{0,60}", html)
+
+
+def embedded_params(html: str) -> dict:
+    """The data bertviz embeds in its script: `const params = {...}`."""
+    marker = "const params = "
+    start = html.index(marker) + len(marker)
+    return json.JSONDecoder().raw_decode(html, start)[0]
+
+
+def model_attentions(model, tok, text, text_pair=None) -> torch.Tensor:
+    """(L, heads, T, T): the model run on one unpadded text."""
+    with torch.no_grad():
+        out = model(**tok(text, text_pair), output_attentions=True)
+    return torch.stack([a[0] for a in out.attentions])
 
 
 @pytest.fixture(scope="module", autouse=True)

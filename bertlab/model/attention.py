@@ -87,19 +87,31 @@ class BertSelfAttention(nn.Module):
         return context, pattern
 
 
-class BertSelfOutput(nn.Module):
-    """Output projection, dropout, then the residual add and LayerNorm (post-LN, as the paper)."""
+class AddAndNorm(nn.Module):
+    """How both sublayers end: project to H, dropout, add the residual, LayerNorm (post-LN, as the paper).
 
-    def __init__(self, config: BertConfig):
+    `hook` names the hook point on what the sublayer adds to the residual stream, (B, T, H):
+    `hook_attn_out` after attention, `hook_mlp_out` after the feed-forward.
+    """
+
+    def __init__(self, config: BertConfig, in_features: int, hook: str):
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dense = nn.Linear(in_features, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
-        self.hook_attn_out = HookPoint()  # (B, T, H) what attention adds to the residual stream
+        self.hook = hook
+        self.add_module(hook, HookPoint())
 
-    def forward(self, context: torch.Tensor, resid_pre: torch.Tensor) -> torch.Tensor:
-        attn_out = self.hook_attn_out(self.dropout(self.dense(context)))
-        return self.LayerNorm(attn_out + resid_pre)
+    def forward(self, x: torch.Tensor, resid: torch.Tensor) -> torch.Tensor:
+        added = getattr(self, self.hook)(self.dropout(self.dense(x)))
+        return self.LayerNorm(added + resid)
+
+
+class BertSelfOutput(AddAndNorm):
+    """Attention's output projection (H → H), then add & norm."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config, config.hidden_size, "hook_attn_out")
 
 
 class BertAttention(nn.Module):

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from ..config import HIDDEN_ACTS, BertConfig
-from .attention import BertAttention
+from .attention import AddAndNorm, BertAttention
 from ..hooks import HookPoint
 
 
@@ -23,20 +23,12 @@ class BertIntermediate(nn.Module):
         return self.hook_mlp_act(self.act(self.dense(x)))
 
 
-class BertFeedForwardOutput(nn.Module):
-    """The second half: 4H → H, dropout, then the residual add and LayerNorm. (HuggingFace's `BertOutput`:
-    bertlab keeps that name for what the model returns; the checkpoint's attribute name `output` stays.)"""
+class BertFeedForwardOutput(AddAndNorm):
+    """The second half: 4H → H, then add & norm. (HuggingFace's `BertOutput`: bertlab keeps that name for
+    what the model returns; the checkpoint's attribute name `output` stays.)"""
 
     def __init__(self, config: BertConfig):
-        super().__init__()
-        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
-        self.hook_mlp_out = HookPoint()  # (B, T, H) what the feed-forward adds to the residual stream
-
-    def forward(self, x: torch.Tensor, resid_mid: torch.Tensor) -> torch.Tensor:
-        mlp_out = self.hook_mlp_out(self.dropout(self.dense(x)))
-        return self.LayerNorm(mlp_out + resid_mid)
+        super().__init__(config, config.intermediate_size, "hook_mlp_out")
 
 
 class BertLayer(nn.Module):

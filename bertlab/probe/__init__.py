@@ -8,6 +8,12 @@
     attention_rollout(model(**enc, output_attentions=True).attentions)   # (B, T, T)
     head_importance(model, tok, "The river [MASK] was muddy.", targets=["bank"])
     with ablate(model, [(0, 1)]): ...                                # head 1 of layer 0 silenced
+    Ablation(model, tok, "The river [MASK] was muddy.").effect([(0, 1)])   # the guesses with that head off
+
+What every probe (and every widget) runs on, in bertlab.probe.running: `inference(model)`,
+`base_model(model)`, `has_mlm_head(model)`, `has_nsp_head(model)`, `mlm_head(model)`, `max_length(model, tok)`,
+`run(model, enc, **flags)`, `attention_weights(model, batch)` and `embedding_parts(model, enc)`.
+Ablation lives in bertlab.probe.ablation.
 
 Every probe runs without gradients in eval mode (each module's own mode comes back afterwards), takes
 text, and returns CPU tensors or small dataclasses, so a notebook can print or plot the answer directly.
@@ -15,49 +21,19 @@ text, and returns CPU tensors or small dataclasses, so a notebook can print or p
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 
-from ..model.bert import Bert, BertOutput
-from ..model.heads import BertForMaskedLM, BertForPreTraining
+from ..model.bert import BertOutput
+from .running import (attention_weights, base_model, embedding_parts, has_mlm_head, has_nsp_head, inference,
+                      max_length, mlm_head, run)
 
 
-# ---- shared plumbing ---------------------------------------------------------------------------
 
-@contextlib.contextmanager
-def _inference(model) -> Iterator[None]:
-    """No autograd and eval mode (no dropout) for the body; every module gets its own mode back afterwards."""
-    modes = [(m, m.training) for m in model.modules()]
-    model.eval()
-    try:
-        with torch.no_grad():
-            yield
-    finally:
-        for m, mode in modes:
-            m.training = mode
-
-
-def _encoder(model) -> Bert:
-    """The `Bert` inside a model: the model itself, or a head's `.bert`."""
-    if isinstance(model, Bert):
-        return model
-    if isinstance(getattr(model, "bert", None), Bert):
-        return model.bert
-    raise ValueError(f"expected a bertlab model (Bert or a head such as BertForPreTraining), got "
-                     f"{type(model).__name__}: load one with bertlab.load('minilm') or bertlab.load('bertlab-tiny')")
-
-
-def _mlm_head(model):
-    if isinstance(model, (BertForPreTraining, BertForMaskedLM)):
-        return model.cls.predictions
-    raise ValueError(f"{type(model).__name__} has no masked-LM head, so it cannot fill in [MASK] "
-                     "(MiniLM was distilled into a sentence encoder and lost its head): "
-                     "load a pre-trained model with one, e.g. bertlab.load('bertlab-tiny')")
-
+# ---- input checks shared by the probes -------------------------------------------------------------
 
 def _texts(texts, name: str) -> list[str]:
     if isinstance(texts, str) or not isinstance(texts, Sequence):
@@ -89,10 +65,6 @@ def _pick_layer(hidden_states: tuple[torch.Tensor, ...], layer: int | None, dim:
     return torch.stack(hidden_states, dim=dim) if layer is None else hidden_states[layer]
 
 
-def _max_length(model, tokenizer) -> int:
-    return min(_encoder(model).config.max_position_embeddings, tokenizer.model_max_length)
-
-
 # ---- masked-word guesses and next-sentence prediction -------------------------------------------
 
 @dataclass
@@ -116,47 +88,85 @@ class FillMask:
     by_layer: list[list[list[Guess]]] = field(default_factory=list)
 
 
-def fill_mask(model, tokenizer, text: str, top_k: int = 5, by_layer: bool = False) -> FillMask:
+def fill_mask(model, tokenizer, text: str, top_k: int = 5, by_layer: bool = False,
+              positions: Sequence[int] | None = None, text_pair: str | None = None) -> FillMask:
     """Top-k tokens for every `[MASK]` in `text`, with probabilities (and per layer with `by_layer=True`).
 
     Each mask is guessed on its own from the same forward pass (all masks stay masked), as BERT was trained.
+    `positions` hides those token positions of `text` behind [MASK] first and guesses only them: their ids
+    are replaced, nothing is re-tokenized (what clicking a token in MaskPlayground does), so `text` need
+    not contain [MASK]; `FillMask.text` is then the masked text. With `text_pair` the two texts are
+    encoded as a pair ([CLS] A [SEP] B [SEP]) and the masks of both are guessed.
     """
-    head = _mlm_head(model)
-    if not isinstance(text, str) or "[MASK]" not in text:
+    head = mlm_head(model)
+    if text_pair is not None and not isinstance(text_pair, str):
+        raise ValueError(f"text_pair must be a str (the second text) or None, got {type(text_pair).__name__}")
+    if positions is None and (not isinstance(text, str) or "[MASK]" not in text + (text_pair or "")):
         raise ValueError("text must contain [MASK] where the model should guess a word, e.g. "
                          "'The river [MASK] was muddy.'")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"text is {text!r}: pass the sentence whose tokens to hide behind [MASK]")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be an int of at least 1, got {top_k!r}")
-    max_len = _max_length(model, tokenizer)
-    enc = tokenizer(text, max_length=max_len)
-    positions = [i for i, t in enumerate(enc.input_ids) if t == tokenizer.mask_id]
-    if not positions:
-        raise ValueError(f"no [MASK] left in {text!r} after truncation to {max_len} tokens: "
-                         "put the [MASK] earlier or shorten the text")
+    max_len = max_length(model, tokenizer)
+    enc = tokenizer(text, text_pair, max_length=max_len)
+    ids, tokens = list(enc.input_ids), list(enc.tokens)
+    if positions is None:
+        positions = [i for i, t in enumerate(ids) if t == tokenizer.mask_id]
+        if not positions:
+            raise ValueError(f"no [MASK] left in {text!r} after truncation to {max_len} tokens: "
+                             "put the [MASK] earlier or shorten the text")
+    else:
+        positions = _maskable(positions, ids, tokenizer)
+        for i in positions:
+            ids[i], tokens[i] = tokenizer.mask_id, tokenizer.id_to_token(tokenizer.mask_id)
+        text = tokenizer.decode(ids[1:-1], skip_special_tokens=False)
 
-    def top(hidden: torch.Tensor) -> list[list[Guess]]:                 # hidden: (1, T, H)
-        probs = head(hidden[0, positions]).float().softmax(-1).cpu()    # (masks, V)
-        p, ids = probs.topk(min(top_k, probs.shape[-1]), dim=-1)        # sorted, most probable first
-        return [[Guess(tokenizer.id_to_token(int(i)), float(q)) for q, i in zip(pr, ir)] for pr, ir in zip(p, ids)]
+    def top(states: torch.Tensor) -> list[list[Guess]]:                 # states: (n, H), one row per guess list
+        probs = head(states).float().softmax(-1).cpu()                  # (n, V)
+        p, top_ids = probs.topk(min(top_k, probs.shape[-1]), dim=-1)    # sorted, most probable first
+        return [[Guess(tokenizer.id_to_token(i), q) for q, i in zip(pr, ir)]
+                for pr, ir in zip(p.tolist(), top_ids.tolist())]
 
-    with _inference(model):
-        out = model.bert(**enc, output_hidden_states=by_layer)
-        layers = [top(h) for h in out.hidden_states[1:]] if by_layer else []
-        guesses = top(out.last_hidden_state)
-    return FillMask(text, enc.tokens, positions, guesses, layers)
+    inputs = dict(input_ids=torch.tensor([ids]), token_type_ids=torch.tensor([enc.token_type_ids]),
+                  attention_mask=torch.tensor([enc.attention_mask]))
+    bert, m = base_model(model), len(positions)
+    with inference(model):
+        out = bert(**{k: v.to(bert.device) for k, v in inputs.items()}, output_hidden_states=by_layer)
+        if by_layer:      # every layer through the head at once: its decoder weights are read once, not L times
+            rows = top(torch.cat([h[0, positions] for h in out.hidden_states[1:]]))      # L · masks lists
+            layers = [rows[l:l + m] for l in range(0, len(rows), m)]
+            guesses = layers[-1]
+        else:
+            layers = []
+            guesses = top(out.last_hidden_state[0, positions])
+    return FillMask(text, tokens, list(positions), guesses, layers)
+
+
+def _maskable(positions, ids: list[int], tokenizer) -> list[int]:
+    """`positions` checked: ints that name word pieces (not [CLS], [SEP] or padding) of the encoded text."""
+    if isinstance(positions, (str, int)) or not isinstance(positions, Sequence) or not positions:
+        raise ValueError(f"positions must be a non-empty list of token positions, got {positions!r}"
+                         + (f": write [{positions}]" if isinstance(positions, int) else ""))
+    special = {tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id}
+    for i in positions:
+        if (isinstance(i, bool) or not isinstance(i, int) or not 0 < i < len(ids) - 1 or ids[i] in special):
+            raise ValueError(f"position {i!r} cannot be masked: choose one of the word pieces, positions 1 … "
+                             f"{len(ids) - 2} ([CLS] and [SEP] are never masked)")
+    return list(positions)
 
 
 def next_sentence(model, tokenizer, a: str, b: str) -> float:
     """P(IsNext): the model's belief that `b` is the sentence that followed `a` (NSP head, label 0 = IsNext)."""
-    if not isinstance(model, BertForPreTraining):
+    if not has_nsp_head(model):
         raise ValueError(f"{type(model).__name__} has no next-sentence head: load a model pre-trained with NSP, "
                          "e.g. bertlab.load('bertlab-tiny')")
     for name, s in (("a", a), ("b", b)):
         if not isinstance(s, str) or not s.strip():
             raise ValueError(f"sentence {name} is {s!r}: give two non-empty sentences to compare")
-    enc = tokenizer(a, b, max_length=_max_length(model, tokenizer))
-    with _inference(model):
-        out = model.bert(**enc)
+    enc = tokenizer(a, b, max_length=max_length(model, tokenizer))
+    with inference(model):
+        out = model.bert(**enc.to_tensors(model.bert.device))
         logits = model.cls.seq_relationship(out.pooler_output)         # (1, 2)
     return float(logits.float().softmax(-1)[0, 0])
 
@@ -192,7 +202,7 @@ def word_vectors(model, tokenizer, sentences: Sequence[str], word: str, layer=-1
         raise ValueError(f"word is {word!r}: pass the word to look for, e.g. 'bank'")
     if isinstance(occurrence, bool) or not isinstance(occurrence, int):
         raise ValueError(f"occurrence must be an int (0 = first match, -1 = last), got {occurrence!r}")
-    bert = _encoder(model)
+    bert = base_model(model)
     index = _layer_index(layer, bert.config.num_hidden_layers)
     pieces = tokenizer.tokenize(word)
     if tokenizer.unk_id is not None and "[UNK]" in pieces:
@@ -200,7 +210,7 @@ def word_vectors(model, tokenizer, sentences: Sequence[str], word: str, layer=-1
                          "be [UNK]'s: choose a word the tokenizer can spell")
     piece_ids = [tokenizer.token_to_id(p) for p in pieces]
 
-    batch = tokenizer.batch(sentences, max_length=_max_length(model, tokenizer))
+    batch = tokenizer.batch(sentences, max_length=max_length(model, tokenizer))
     spans = []
     for i, (enc, sentence) in enumerate(zip(batch.encodings, sentences)):
         starts = _find_word(enc.input_ids, enc.word_ids, piece_ids)
@@ -214,7 +224,7 @@ def word_vectors(model, tokenizer, sentences: Sequence[str], word: str, layer=-1
         s = starts[occurrence]
         spans.append((s, s + len(pieces)))
 
-    with _inference(model):
+    with inference(model):
         out = bert(**batch, output_hidden_states=True)
     states = torch.stack(out.hidden_states, dim=1).float().cpu()        # (B, L + 1, T, H)
     vectors = torch.stack([states[i, :, s:e].mean(dim=1) for i, (s, e) in enumerate(spans)])  # (B, L + 1, H)
@@ -258,10 +268,10 @@ def sentence_embedding(model, tokenizer, texts: Sequence[str], layer=-1, pooling
     texts = _texts(texts, "texts")
     if pooling not in ("cls", "mean"):
         raise ValueError(f"pooling must be 'cls' or 'mean', got {pooling!r}")
-    bert = _encoder(model)
+    bert = base_model(model)
     index = _layer_index(layer, bert.config.num_hidden_layers)
-    batch = tokenizer.batch(texts, max_length=_max_length(model, tokenizer))
-    with _inference(model):
+    batch = tokenizer.batch(texts, max_length=max_length(model, tokenizer))
+    with inference(model):
         out = bert(**batch, output_hidden_states=True)
     states = _pick_layer(out.hidden_states, index, dim=1).float().cpu()  # (B, T, H) or (B, L + 1, T, H)
     if pooling == "cls":
@@ -319,153 +329,12 @@ def attention_rollout(attentions, add_residual: bool = True, head_fusion: str = 
     return rollout
 
 
-# ---- ablating heads -----------------------------------------------------------------------------
-
-def _heads_by_layer(model, heads) -> dict[int, list[int]]:
-    cfg = _encoder(model).config
-    L, A = cfg.num_hidden_layers, cfg.num_attention_heads
-    if isinstance(heads, Mapping):
-        pairs = [(l, h) for l, hs in heads.items() for h in ([hs] if isinstance(hs, int) else hs)]
-    elif isinstance(heads, (list, tuple, set)):
-        pairs = list(heads)
-    else:
-        raise ValueError(f"heads must be a list of (layer, head) pairs or a dict layer → [heads], "
-                         f"got {type(heads).__name__}")
-    by_layer: dict[int, list[int]] = {}
-    for pair in pairs:
-        if (not isinstance(pair, (list, tuple)) or len(pair) != 2
-                or not all(isinstance(x, int) and not isinstance(x, bool) for x in pair)):
-            raise ValueError(f"{pair!r} is not a (layer, head) pair of ints: write e.g. [(0, 1), (2, 3)]")
-        l, h = pair
-        if not 0 <= l < L or not 0 <= h < A:
-            raise ValueError(f"head ({l}, {h}) does not exist: this model has layers 0 … {L - 1} and heads "
-                             f"0 … {A - 1} in each")
-        by_layer.setdefault(l, [])
-        if h not in by_layer[l]:
-            by_layer[l].append(h)
-    return by_layer
-
-
-@contextlib.contextmanager
-def ablate(model, heads) -> Iterator:
-    """Zero the outputs of some attention heads for the body of a `with` block.
-
-    `heads` is a list of (layer, head) pairs, or a dict layer → [heads]. Each affected layer gets one
-    hook on `encoder.layer.{l}.attention.self.hook_z` (B, heads, T, Dh); all are removed on exit, even
-    after an error. Zeroing z removes the head's contribution before the output projection (its bias
-    stays), the usual "zero ablation".
-    """
-    by_layer = _heads_by_layer(model, heads)
-    bert = _encoder(model)
-
-    def zero(chosen: list[int]):
-        def fn(z, name):
-            z = z.clone()
-            z[:, chosen] = 0                                           # (B, heads, T, Dh): silence those heads
-            return z
-        return fn
-
-    with bert.hooks([(f"encoder.layer.{l}.attention.self.hook_z", zero(hs)) for l, hs in by_layer.items()]):
-        yield model
-
-
-@dataclass
-class HeadImportance:
-    """How much each head matters for one text: `scores[l, h]` is the change when head h of layer l is zeroed.
-
-    metric "mlm_loss": rise in the cross-entropy of the true words at the [MASK]s (baseline: the loss
-    unablated). "prediction": drop in the probability of the unablated model's top guess at each [MASK]
-    (baseline: that probability). "output": mean cosine distance between the ablated and unablated last
-    hidden states over the real tokens (baseline: 0.0). With several masks the change is averaged. Larger
-    means more important; a negative score means the head was in the way.
-    """
-    scores: torch.Tensor           # (L, heads)
-    baseline: float
-    metric: str
-    tokens: list[str]
-
-
-def _target_id(tokenizer, word: str, k: int) -> int:
-    if not isinstance(word, str) or not word.strip():
-        raise ValueError(f"targets[{k}] is {word!r}: give the true word for each [MASK]")
-    pieces = tokenizer.tokenize(word)
-    if len(pieces) == 1 and pieces[0] != "[UNK]":
-        return tokenizer.token_to_id(pieces[0])
-    if tokenizer.token_to_id(word) is not None:                        # a piece such as "##ing"
-        return tokenizer.token_to_id(word)
-    raise ValueError(f"targets[{k}] {word!r} is {len(pieces)} tokens {pieces} in this vocabulary but fills one "
-                     "[MASK]: pick a word that is one token, or write one [MASK] per piece and pass the pieces")
-
-
-def head_importance(model, tokenizer, text: str, targets: Sequence[str] | None = None,
-                    metric: str = "auto") -> HeadImportance:
-    """Score every head by zeroing it alone (see `ablate`) and measuring how much the answer changes.
-
-    With `metric="auto"`: a text with [MASK]s and `targets` (the true word for each [MASK], in order) gives
-    "mlm_loss"; [MASK]s without targets give "prediction"; anything else, or a model without an MLM head
-    (MiniLM), gives "output". One forward pass per head: L × heads passes in all.
-    """
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError(f"text is {text!r}: pass a sentence to ablate heads on")
-    metrics = ("auto", "mlm_loss", "prediction", "output")
-    if metric not in metrics:
-        raise ValueError(f"metric must be one of {', '.join(repr(m) for m in metrics)}, got {metric!r}")
-    if targets is not None and (isinstance(targets, str) or not isinstance(targets, Sequence)):
-        raise ValueError(f"targets must be a list of words, one per [MASK], got {targets!r}"
-                         + (f": write [{targets!r}]" if isinstance(targets, str) else ""))
-    has_head = isinstance(model, (BertForPreTraining, BertForMaskedLM))
-    if metric == "auto":
-        metric = ("mlm_loss" if targets is not None else "prediction") if has_head and "[MASK]" in text else "output"
-    if metric == "output" and targets is not None:
-        raise ValueError("targets are scored at [MASK]s by a masked-LM head: this text or model has none "
-                         "(use bertlab.load('bertlab-tiny') and a text with [MASK]), or drop targets")
-    if metric != "output":
-        head = _mlm_head(model)
-    if metric == "mlm_loss" and targets is None:
-        raise ValueError("metric 'mlm_loss' needs targets, the true word for each [MASK]")
-
-    bert = _encoder(model)
-    enc = tokenizer(text, max_length=_max_length(model, tokenizer))
-    positions = [i for i, t in enumerate(enc.input_ids) if t == tokenizer.mask_id]
-    if metric != "output" and not positions:
-        raise ValueError(f"metric {metric!r} reads the [MASK]s, but {text!r} has none (after truncation): "
-                         "put [MASK] where a word goes, or use metric='output'")
-    if metric == "mlm_loss":
-        if len(targets) != len(positions):
-            raise ValueError(f"{text!r} has {len(positions)} [MASK](s) but {len(targets)} target(s) were "
-                             "given: pass one true word per [MASK], in order")
-        target_ids = torch.tensor([_target_id(tokenizer, w, k) for k, w in enumerate(targets)])
-
-    def run() -> torch.Tensor:
-        return bert(**enc).last_hidden_state[0].float()                # (T, H)
-
-    def measure(h: torch.Tensor, clean: torch.Tensor) -> float:
-        if metric == "output":
-            return float((1.0 - F.cosine_similarity(h, clean, dim=-1)).mean())
-        logp = head(h[positions]).float().log_softmax(-1).cpu()        # (masks, V)
-        if metric == "mlm_loss":
-            return float(F.nll_loss(logp, target_ids))
-        return float(logp.gather(1, top_ids[:, None]).exp().mean())   # P(unablated guess), averaged over masks
-
-    cfg = bert.config
-    scores = torch.zeros(cfg.num_hidden_layers, cfg.num_attention_heads)
-    with _inference(model):
-        clean = run()
-        if metric == "prediction":
-            top_ids = head(clean[positions]).float().argmax(-1).cpu()  # (masks,)
-        baseline = measure(clean, clean) if metric != "output" else 0.0
-        for l in range(cfg.num_hidden_layers):
-            for h in range(cfg.num_attention_heads):
-                with ablate(model, [(l, h)]):
-                    value = measure(run(), clean)
-                scores[l, h] = value - baseline if metric in ("mlm_loss", "output") else baseline - value
-    return HeadImportance(scores, baseline, metric, enc.tokens)
-
-
 # ---- inspection probes: one module each (imported last: they use the plumbing above) ---------------
+from .attention_maps import AttentionMap, attention_map, merge_word_pieces, word_groups  # noqa: E402
 from .contextuality import Contextuality, contextuality  # noqa: E402
 from .head_types import HeadTypes, head_types  # noqa: E402
 from .layers import LayerProbe, load_probing_set, probe_layers  # noqa: E402
 from .nearest import NearestContexts, nearest_contexts  # noqa: E402
 from .neurons import AttentionNeurons, attention_neurons  # noqa: E402
 from .saliency import Saliency, saliency  # noqa: E402
+from .ablation import Ablation, AblationEffect, HeadImportance, ablate, head_importance  # noqa: E402

@@ -11,8 +11,9 @@ that occur in several sentences:
 - **intra-sentence similarity**: the mean cosine between each word's vector and its sentence's mean vector;
   how much the words of one sentence are pulled together.
 - **maximum explainable variance (MEV)**: the share of the variance of a word's occurrence vectors that
-  their first principal component explains; how well *one* static vector could stand in for all of them.
-  Under 5 % in most of BERT's layers: a static embedding explains little of a contextual one.
+  their first principal component explains (uncentred, as the paper's occurrence matrix); how well *one*
+  static vector could stand in for all of them. After subtracting the anisotropy baseline, under 5 % in
+  every layer of BERT, ELMo and GPT-2: a static embedding explains little of a contextual one.
 Each is compared with a baseline, because contextual vectors are **anisotropic**: they all point into a
 narrow cone, so even two random words have a high cosine (the paper's upper layers: > 0.9 in GPT-2). The
 baselines are the same statistics on random words from random contexts; `adjusted` subtracts them.
@@ -21,23 +22,28 @@ baselines are the same statistics on random words from random contexts; `adjuste
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 
-from . import _encoder, _inference, _layer_index, _texts
+from . import _layer_index, _texts
+from .running import base_model, inference, max_length
 
 MEASURES = ("self_similarity", "intra_similarity", "mev")
+BATCH = 32   # sentences per forward pass
 
 
 @dataclass
 class Contextuality:
-    """Per layer (`layers`: 0 = the embedding output, L = the last layer), each measure and its baseline.
+    """Per layer (`layers`: hidden-state indices, 0 = the embedding output, L = the last layer), each measure
+    and its baseline, as lists parallel to `layers`.
 
-    `baseline_cosine` (the mean cosine between random words' vectors) is the baseline of both similarities;
-    `baseline_mev` is the MEV of random sets of vectors of different words, the same sizes as the real ones.
-    `words` are the words that occur in at least two sentences (those self-similarity and MEV average over).
+    `baseline_cosine` (the mean cosine between random words' vectors from different sentences) is the
+    baseline of both similarities; `baseline_mev` is the MEV of random sets of vectors of different words,
+    the same sizes as the real ones. `words` are the words that occur in at least `min_sentences` sentences
+    (those self-similarity and MEV average over), `occurrences[w]` how many vectors each has, and
+    `word_self_similarity[w]` its own self-similarity per layer (which words context moves most).
     """
     layers: list[int]
     self_similarity: list[float]
@@ -47,6 +53,8 @@ class Contextuality:
     baseline_mev: list[float]
     words: list[str]
     n_sentences: int
+    occurrences: dict[str, int] = field(default_factory=dict)
+    word_self_similarity: dict[str, list[float]] = field(default_factory=dict)
 
     def adjusted(self, measure: str) -> list[float]:
         """A measure minus its anisotropy baseline, per layer (the paper's "anisotropy-adjusted" value)."""
@@ -56,28 +64,38 @@ class Contextuality:
         return [v - b for v, b in zip(getattr(self, measure), base)]
 
 
-def _word_vectors(bert, tokenizer, sentence: str) -> tuple[list[str], torch.Tensor]:
-    """The sentence's words (lowercased, punctuation skipped) and their vectors (W, L+1, H), pieces averaged."""
-    enc = tokenizer(sentence, max_length=bert.config.max_position_embeddings)
-    device = next(bert.parameters()).device
-    out = bert(**{k: v.to(device) for k, v in enc.to_tensors().items()}, output_hidden_states=True)
-    states = torch.stack(out.hidden_states, dim=2)[0].float().cpu()          # (T, L+1, H)
-    pieces = defaultdict(list)
-    for i, w in enumerate(enc.word_ids):
-        if w is not None:
-            pieces[w].append(i)
-    words, vectors = [], []
-    for w, idx in pieces.items():
-        word = "".join(enc.tokens[i].removeprefix("##") for i in idx).lower()
-        if not any(ch.isalnum() for ch in word):
-            continue
-        words.append(word)
-        vectors.append(states[idx].mean(0))
-    return words, (torch.stack(vectors) if vectors else torch.empty(0, *states.shape[1:]))
+def _word_vectors(bert, tokenizer, sentences: list[str], limit: int) -> list[tuple[list[str], torch.Tensor]]:
+    """Per sentence: its words (lowercased; punctuation and [UNK] skipped) and their vectors (W, L+1, H),
+    the word's pieces averaged. Sentences run in padded batches; padding does not reach the real tokens."""
+    result = []
+    for start in range(0, len(sentences), BATCH):
+        batch = tokenizer.batch(sentences[start:start + BATCH], max_length=limit)
+        out = bert(**batch.to(bert.device), output_hidden_states=True)
+        states = torch.stack(out.hidden_states, dim=2).float().cpu()          # (B, T, L+1, H)
+        for b, enc in enumerate(batch.encodings):
+            pieces = defaultdict(list)                                        # word id → its token positions
+            for i, w in enumerate(enc.word_ids):
+                if w is not None:
+                    pieces[w].append(i)
+            words, vectors = [], []
+            for idx in pieces.values():
+                if any(enc.tokens[i] == "[UNK]" for i in idx):
+                    continue                                                  # every unknown word would be one word
+                word = "".join(enc.tokens[i].removeprefix("##") for i in idx).lower()
+                if not any(ch.isalnum() for ch in word):
+                    continue                                                  # punctuation
+                words.append(word)
+                vectors.append(states[b, idx].mean(0))                        # (L+1, H)
+            result.append((words, torch.stack(vectors) if vectors else torch.empty(0, *states.shape[2:])))
+    return result
 
 
 def _mev(v: torch.Tensor) -> torch.Tensor:
-    """v: (n, L, H) → (L,) share of variance along the first principal direction (uncentred, as the paper)."""
+    """v: (n, L, H) → (L,) share of variance along the first principal direction (uncentred, as the paper).
+
+    Uncentred, n vectors: at least 1/n of the variance lies along the first direction whatever they are,
+    which is why the MEV baseline uses sets of the same sizes.
+    """
     s = torch.linalg.svdvals(v.transpose(0, 1))                              # (L, min(n, H))
     return s[:, 0] ** 2 / (s ** 2).sum(-1)
 
@@ -90,36 +108,49 @@ def _mean_pair_cosine(v: torch.Tensor) -> torch.Tensor:
     return (sim.sum((1, 2)) - sim.diagonal(dim1=1, dim2=2).sum(-1)) / (n * (n - 1))
 
 
-def contextuality(model, tokenizer, sentences, layer="all", samples: int = 1000, seed: int = 0) -> Contextuality:
+def contextuality(model, tokenizer, sentences, layer="all", samples: int = 1000, seed: int = 0,
+                  min_sentences: int = 2) -> Contextuality:
     """Ethayarajh's self-similarity, intra-sentence similarity and MEV (with baselines) per layer.
 
-    `sentences`: the learner's own (a word must occur in at least two of them to count); `layer`: "all" or
-    one hidden-state index (0 … L, negative from the end); `samples`: random word pairs for the baseline.
+    `sentences`: the learner's own (a word must occur in at least `min_sentences` of them to count; the
+    paper used 5, and MEV needs many occurrences to mean much, see `_mev`); `layer`: "all" or one
+    hidden-state index (0 … L, negative from the end); `samples`: random word pairs for the baseline, drawn
+    with `seed` so the numbers repeat. Words are whole words (pieces averaged), lowercased; punctuation and
+    [UNK] are skipped. Self-similarity and MEV use every occurrence of a word, two in one sentence included
+    (the paper's occurrence matrix); the cosine baseline pairs words from different sentences only.
     """
     sentences = _texts(sentences, "sentences")
-    bert = _encoder(model)
+    if isinstance(min_sentences, bool) or not isinstance(min_sentences, int) or min_sentences < 2:
+        raise ValueError(f"min_sentences must be an int of at least 2 (a word needs two contexts to compare), "
+                         f"got {min_sentences!r}")
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        raise ValueError(f"samples must be a positive int (random word pairs for the baseline), got {samples!r}")
+    bert = base_model(model)
     n_layers = bert.config.num_hidden_layers
     chosen = _layer_index(layer, n_layers)
     occurrences = defaultdict(list)                                          # word → [(sentence, (L+1, H))]
     intra, everything = [], []
-    with _inference(model):
-        for s, sentence in enumerate(sentences):
-            words, vectors = _word_vectors(bert, tokenizer, sentence)
-            if len(words) == 0:
-                continue
-            everything.extend((s, v) for v in vectors)
-            for w, v in zip(words, vectors):
-                occurrences[w].append((s, v))
-            mean = vectors.mean(0, keepdim=True)                             # (1, L+1, H)
-            intra.append(F.cosine_similarity(vectors, mean, dim=-1).mean(0))  # (L+1,)
-    repeated = {w: occ for w, occ in occurrences.items() if len({s for s, _ in occ}) >= 2}
+    with inference(model):
+        per_sentence = _word_vectors(bert, tokenizer, sentences, max_length(model, tokenizer))
+    for s, (words, vectors) in enumerate(per_sentence):
+        if len(words) == 0:
+            continue
+        everything.extend((s, v) for v in vectors)
+        for w, v in zip(words, vectors):
+            occurrences[w].append((s, v))
+        mean = vectors.mean(0, keepdim=True)                                 # (1, L+1, H): the sentence vector
+        intra.append(F.cosine_similarity(vectors, mean, dim=-1).mean(0))     # (L+1,)
+    repeated = {w: occ for w, occ in occurrences.items() if len({s for s, _ in occ}) >= min_sentences}
     if not repeated:
-        raise ValueError("no word occurs in two of the sentences, so self-similarity and MEV have nothing to "
-                         "compare: give several sentences that share words, e.g. 'bank' in a river sentence "
-                         "and in a money sentence")
-    self_sim = torch.stack([_mean_pair_cosine(torch.stack([v for _, v in occ])) for occ in repeated.values()])
-    mev = torch.stack([_mev(torch.stack([v for _, v in occ])) for occ in repeated.values()])
+        raise ValueError(f"no word occurs in {'two' if min_sentences == 2 else min_sentences} of the sentences, so "
+                         "self-similarity and MEV have nothing to compare: give several sentences that share "
+                         "words, e.g. 'bank' in a river sentence and in a money sentence"
+                         + ("" if min_sentences == 2 else ", or lower min_sentences"))
+    stacked = {w: torch.stack([v for _, v in occ]) for w, occ in repeated.items()}  # (n, L+1, H) each
+    self_sim = torch.stack([_mean_pair_cosine(v) for v in stacked.values()])        # (words, L+1)
+    mev = torch.stack([_mev(v) for v in stacked.values()])                          # (words, L+1)
 
+    # the anisotropy baselines: random words from different sentences, seeded
     g = torch.Generator().manual_seed(seed)
     n = len(everything)
     i, j = torch.randint(n, (samples,), generator=g), torch.randint(n, (samples,), generator=g)
@@ -136,4 +167,6 @@ def contextuality(model, tokenizer, sentences, layer="all", samples: int = 1000,
     layers = list(range(n_layers + 1)) if chosen is None else [chosen]
     pick = lambda t: [float(t[l]) for l in layers]                           # noqa: E731
     return Contextuality(layers, pick(self_sim.mean(0)), pick(torch.stack(intra).mean(0)), pick(mev.mean(0)),
-                         pick(base_cos), pick(base_mev), sorted(repeated), len(sentences))
+                         pick(base_cos), pick(base_mev), sorted(repeated), len(sentences),
+                         {w: len(occ) for w, occ in repeated.items()},
+                         {w: pick(v) for w, v in zip(repeated, self_sim)})

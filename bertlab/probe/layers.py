@@ -40,7 +40,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from . import _encoder, _find_word, _inference, _max_length
+from . import _find_word
+from .running import base_model, inference, max_length
 
 #: the hand-labelled probing sets shipped with bertlab (see its README.md)
 PROBING_DIR = Path(__file__).resolve().parent.parent / "assets" / "probing"
@@ -148,14 +149,14 @@ def layer_vectors(model, tokenizer, examples: Sequence) -> torch.Tensor:
 
     Each distinct sentence runs through the model once, in batches sorted by length.
     """
-    bert = _encoder(model)
-    max_len = _max_length(model, tokenizer)
+    bert = base_model(model)
+    max_len = max_length(model, tokenizer)
     by_sentence: dict[str, list[int]] = {}
     for k, ex in enumerate(examples):
         by_sentence.setdefault(ex[0], []).append(k)
     order = sorted(by_sentence, key=len)
     out = torch.empty(len(examples), bert.config.num_hidden_layers + 1, bert.config.hidden_size)
-    with _inference(model):
+    with inference(model):
         for b in range(0, len(order), BATCH_SIZE):
             chunk = order[b:b + BATCH_SIZE]
             batch = tokenizer.batch(chunk, max_length=max_len)
@@ -280,7 +281,7 @@ def probe_layers(model, tokenizer, examples: Sequence, labels: Sequence[str], te
                          f"{len(set(sentences))} distinct sentences; give at least 10 examples from 4 sentences "
                          "(a few hundred make the numbers worth reading)")
 
-    bert = _encoder(model)
+    bert = base_model(model)
     t0 = time.perf_counter()
     vectors = layer_vectors(model, tokenizer, examples)                 # (N, L + 1, H)
     t1 = time.perf_counter()

@@ -40,7 +40,8 @@ import torch
 import torch.nn.functional as F
 
 from ..pretraining.data import read_documents, split_sentences
-from . import _encoder, _find_word, _inference, _layer_index, _max_length, word_vectors
+from . import _find_word, _layer_index, word_vectors
+from .running import base_model, inference, max_length
 
 #: the demo corpus's English prose (train and held-out documents together): bertlab/assets/corpus/source/en_*.txt
 DEMO_CORPUS = Path(__file__).resolve().parent.parent / "assets" / "corpus" / "source"
@@ -126,7 +127,7 @@ def clear_index_cache(model=None) -> None:
     if model is None:
         _CACHE.clear()
     else:
-        _CACHE.pop(_encoder(model), None)
+        _CACHE.pop(base_model(model), None)
 
 
 def _fingerprint(bert) -> tuple:
@@ -178,7 +179,7 @@ def _read_corpus(kind: str, items, tokenizer, description: str) -> _CorpusIndex:
 
 
 def _corpus_index(model, tokenizer, corpus) -> _CorpusIndex:
-    bert = _encoder(model)
+    bert = base_model(model)
     kind, items, description = _corpus_source(corpus)
     key = (_corpus_key(kind, items), _fingerprint(bert))
     by_tokenizer = _CACHE.setdefault(bert, weakref.WeakKeyDictionary())
@@ -204,10 +205,10 @@ def _index_word(model, tokenizer, index: _CorpusIndex, word: str, piece_ids: lis
     else:
         candidates = [i for i, s in enumerate(index.normalized) if needle in s]
     candidates.sort(key=lambda i: len(index.sentences[i]))
-    bert = _encoder(model)
-    max_len = _max_length(model, tokenizer)
+    bert = base_model(model)
+    max_len = max_length(model, tokenizer)
     ids, token_spans, char_spans, vectors = [], [], [], []
-    with _inference(model):
+    with inference(model):
         for b in range(0, len(candidates), BATCH_SIZE):
             chunk = candidates[b:b + BATCH_SIZE]
             batch = tokenizer.batch([index.sentences[i] for i in chunk], max_length=max_len)
@@ -247,7 +248,7 @@ def nearest_contexts(model, tokenizer, text: str, word: str, corpus=None, layer=
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be an int of at least 1 (how many sentences to return), got {k!r}")
-    bert = _encoder(model)
+    bert = base_model(model)
     n_layers = bert.config.num_hidden_layers
     layer_index = _layer_index(layer, n_layers)
     if layer_index is None:
@@ -260,7 +261,7 @@ def nearest_contexts(model, tokenizer, text: str, word: str, corpus=None, layer=
     query = F.normalize(query[layer_index], dim=-1)                                               # (H,)
     pieces = tokenizer.tokenize(word)
     piece_ids = [tokenizer.token_to_id(p) for p in pieces]
-    enc = tokenizer(text, max_length=_max_length(model, tokenizer))
+    enc = tokenizer(text, max_length=max_length(model, tokenizer))
     s = _find_word(enc.input_ids, enc.word_ids, piece_ids)[occurrence]
     offsets = tokenizer.backend.encode(text).offsets
     query_span = (offsets[s][0], offsets[s + len(piece_ids) - 1][1])

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from ..model.bert import Bert
-from . import _encoder, _inference
+from .running import base_model, inference
 
 
 @dataclass
@@ -47,7 +47,7 @@ class AttentionNeurons:
 def attention_neurons(model, tokenizer, text: str, layer: int, head: int, text_pair: str | None = None
                       ) -> AttentionNeurons:
     """The query/key view of head `head` in layer `layer` (0-based; negative counts from the end) for `text`."""
-    bert: Bert = _encoder(model)
+    bert: Bert = base_model(model)
     n_layers, n_heads = bert.config.num_hidden_layers, bert.config.num_attention_heads
     for name, value, n in (("layer", layer, n_layers), ("head", head, n_heads)):
         if isinstance(value, bool) or not isinstance(value, int) or not -n <= value < n:
@@ -65,7 +65,7 @@ def attention_neurons(model, tokenizer, text: str, layer: int, head: int, text_p
     where = f"encoder.layer.{layer}.attention.self."
     names = [where + h for h in ("hook_q", "hook_k", "hook_scores", "hook_pattern")]
     device = next(bert.parameters()).device
-    with _inference(model):
+    with inference(model):
         _, cache = bert.run_with_cache(**{k: v.to(device) for k, v in enc.to_tensors().items()}, names=names)
     q, k, scores, weights = (cache[n][0, head].float().cpu() for n in names)   # (T, Dh), (T, Dh), (T, T), (T, T)
     return AttentionNeurons(list(enc.tokens), layer, head, q, k, q @ k.T, scores, weights)

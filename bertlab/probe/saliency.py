@@ -8,27 +8,33 @@ Attention weights say where a head *looks*; they do not say what *matters* for t
 2019; Wiegreffe & Pinter 2019). Attribution asks the second question directly: how does the prediction
 f change with each token's input vector? Three answers, from cheapest to soundest:
 
-- `"gradient"`: ‖∂f/∂e_t‖₂, how sensitive f is to token t's input vector e_t (Simonyan et al. 2014).
-  Unsigned, and it says nothing about the token actually present.
+- `"gradient"`: ‖∂f/∂e_t‖₂, the Euclidean norm over the hidden dimensions of the gradient of f with respect
+  to token t's input vector e_t (Simonyan et al. 2014; Li et al. 2016 for text): how sensitive f is to that
+  token. Unsigned, and it says nothing about the token actually present.
 - `"grad_x_input"`: ∂f/∂e_t · (e_t − b_t), summed over the hidden dimensions (Shrikumar et al. 2016, measured
   from the same baseline b as integrated gradients): signed, a first-order guess of what replacing the token
-  by the baseline would do. The textbook ∂f/∂e_t · e_t is exactly 0 in BERT: a LayerNorm follows the sum, it
-  is blind to the scale of each e_t, so the gradient is orthogonal to e_t (Euler's theorem).
-- `"integrated_gradients"` (Sundararajan et al. 2017): the gradient averaged along the straight path from
-  a baseline input b to the real input x, times (x − b). Its scores add up to f(x) − f(b) ("completeness"),
-  up to the error of approximating the path integral with `steps` points: that error is `delta`.
+  by the baseline would do. The textbook ∂f/∂e_t · e_t (what `baseline="zero"` gives) is exactly 0 in BERT: a
+  LayerNorm follows the sum and is blind to the scale of each e_t, so the gradient is orthogonal to e_t
+  (Euler's theorem for a scale-invariant function).
+- `"integrated_gradients"` (Sundararajan, Taly & Yan 2017, "Axiomatic Attribution for Deep Networks"): the
+  gradient averaged along the straight path from a baseline input b to the real input x, times (x − b). Its
+  scores add up to f(x) − f(b) ("completeness"), up to the error of approximating the path integral with
+  `steps` points (the midpoint rule, error O(1/steps²)): that error is `delta`.
 
-What is attributed: the input embedding sum (token + segment + position, before the LayerNorm), which is
-where a token enters the network. The baseline (`baseline="pad"`, the default) is the same sequence with
-every word replaced by [PAD]: [CLS], [SEP], [MASK], positions and segments stay, so the baseline asks the
-same question ("what goes at the [MASK]?") with no words to go on, and the scores measure what the *words*
-contribute. `baseline="zero"` (all-zero embeddings, the textbook choice) is degenerate in BERT for the same
-LayerNorm reason: along the path αx the normalised input does not change until α is tiny, so nearly all of
-f(x) − f(0) happens in a sliver near 0 that the `steps` points miss, and `delta` stays large. It is kept as
-an option so the learner can see that.
+What is attributed: the input embedding sum (token + segment + position, before the LayerNorm; the hook
+point `embeddings.hook_sum`), which is where a token enters the network. The baseline (`baseline="pad"`,
+the default) is the same sequence with every word replaced by [PAD]: [CLS], [SEP], [MASK], positions and
+segments stay, so the baseline asks the same question ("what goes at the [MASK]?") with no words to go on,
+x − b is non-zero only at the words, and the scores measure what the *words* contribute. `baseline="zero"`
+(all-zero embeddings, the textbook choice for images) is degenerate in BERT for the same LayerNorm reason:
+along the path αx the normalised input is the same for every α > 0, so f is flat, every gradient is
+orthogonal to x and every score is 0; all of f(x) − f(0) is a jump at α = 0 (where LayerNorm's eps takes
+over) that no number of `steps` sees, so `delta` is the whole gap. It is kept so a learner can see that.
 
-f is log P(target) at the single [MASK] for a masked-LM model, and the chosen label's logit for a
-sequence classifier.
+f is log P(target) at the single [MASK] for a masked-LM model (log-probability, not the logit: the
+softmax's competition with every other word is part of the prediction), and the chosen label's logit for a
+sequence classifier. The interpolation points run as batches of `CHUNK`, so integrated gradients with 16
+steps is one forward and one backward pass of 16 rows (and one plain forward each for f(x) and f(b)).
 """
 
 from __future__ import annotations
@@ -37,8 +43,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..model.heads import BertForMaskedLM, BertForPreTraining, BertForSequenceClassification
-from . import _encoder
+from ..model.heads import BertForSequenceClassification
+from .running import base_model, has_mlm_head, max_length, mlm_head
 
 METHODS = ("integrated_gradients", "gradient", "grad_x_input")
 BASELINES = ("pad", "zero")
@@ -47,10 +53,12 @@ CHUNK = 32   # interpolation points per forward pass: memory stays flat however 
 
 @dataclass
 class Saliency:
-    """One score per token (`scores`, shape (T,)) for the prediction `target`.
+    """One score per token (`scores`, shape (T,), beside `tokens`) for the prediction `target`.
 
-    `f_input` is f at the real input; for integrated gradients `f_baseline` is f at the baseline and
-    `delta = |scores.sum() − (f_input − f_baseline)|`, the completeness gap (0.0 for the other methods).
+    `target` is the word at the [MASK] (a masked LM) or the label index as a str (a classifier), and
+    `mask_position` the [MASK]'s index in `tokens` (None for a classifier). `f_input` is f at the real input;
+    for integrated gradients `f_baseline` is f at the baseline and `delta = |scores.sum() − (f_input −
+    f_baseline)|`, the completeness gap (0.0 for the other methods, which promise no such sum).
     """
     tokens: list[str]
     scores: torch.Tensor
@@ -64,59 +72,57 @@ class Saliency:
     mask_position: int | None = None
 
 
-def _objective(model, tok, enc, target):
-    """(f(sequence_output_or_logits) → (B,), target name, mask position) for this model and target."""
-    if isinstance(model, (BertForPreTraining, BertForMaskedLM)):
-        masks = [i for i, t in enumerate(enc.input_ids) if t == tok.mask_id]
+def _target_id(tokenizer, target) -> int:
+    """The vocabulary id of a one-piece target word, or a ValueError that says why it cannot be one."""
+    if not isinstance(target, str) or not target.strip():
+        raise ValueError(f"target must be a word (str) for a masked-LM model, got {target!r}")
+    pieces = tokenizer.tokenize(target.strip())
+    if len(pieces) != 1:
+        raise ValueError(f"target {target!r} is {len(pieces)} WordPieces ({' '.join(pieces)}) in this vocabulary; "
+                         "the [MASK] predicts one: pick a word that is a single token")
+    if pieces[0] == "[UNK]":
+        raise ValueError(f"target {target!r} is not in this vocabulary (it tokenizes to [UNK]): pick another word")
+    return tokenizer.token_to_id(pieces[0])
+
+
+def _readout(model, tokenizer, enc, target):
+    """(readout, target id or None, mask position): readout maps the encoder's output to the scores f picks
+    from, (B, V) log-probabilities at the [MASK] or (B, labels) logits. Checks the request; runs nothing."""
+    if has_mlm_head(model):
+        masks = [i for i, t in enumerate(enc.input_ids) if t == tokenizer.mask_id]
         if len(masks) != 1:
             raise ValueError(f"saliency on a masked-LM model needs exactly one [MASK] in the text, found "
                              f"{len(masks)}: e.g. 'The river [MASK] was muddy.'")
-        pos = masks[0]
-        head = model.cls.predictions
-        if target is not None:
-            if not isinstance(target, str) or not target.strip():
-                raise ValueError(f"target must be a word (str) for a masked-LM model, got {target!r}")
-            pieces = tok.tokenize(target.strip())
-            ids = [tok.token_to_id(p) for p in pieces]
-            if len(ids) != 1:
-                pieces = " ".join(pieces)
-                raise ValueError(f"target {target!r} is {len(ids)} WordPieces ({pieces}) in this vocabulary; the "
-                                 "[MASK] predicts one: pick a word that is a single token")
-            tid = ids[0]
+        pos, head = masks[0], mlm_head(model)
+        tid = None if target is None else _target_id(tokenizer, target)
 
-        def f(hidden):                                                   # hidden: (B, T, H)
-            return head(hidden[:, pos]).float().log_softmax(-1)[:, tid]  # (B,)
+        def readout(batch, bert):
+            hidden = bert(**batch).last_hidden_state                        # (B, T, H)
+            return head(hidden[:, pos]).float().log_softmax(-1)             # (B, V)
 
-        if target is None:
-            with torch.no_grad():
-                hidden = model.bert(**_tensors(enc, model)).last_hidden_state
-                tid = int(head(hidden[:, pos]).argmax(-1))
-        return f, tok.id_to_token(tid), pos, "hidden"
+        return readout, tid, pos
     if isinstance(model, BertForSequenceClassification):
         n = model.classifier.out_features
         if target is not None and (isinstance(target, bool) or not isinstance(target, int) or not 0 <= target < n):
             raise ValueError(f"target must be a label index 0 … {n - 1} for this classifier, got {target!r}")
-        if target is None:
-            with torch.no_grad():
-                target = int(model(**_tensors(enc, model)).logits.argmax(-1))
-        label = target
 
-        def f(logits):                                                   # logits: (B, labels)
-            return logits[:, label].float()
+        def readout(batch, bert):
+            return model(**batch).logits.float()                            # (B, labels)
 
-        return f, str(label), None, "logits"
+        return readout, target, None
     raise ValueError(f"saliency needs a model with a masked-LM head (bertlab.load('bertlab-mini')) or a "
                      f"BertForSequenceClassification, got {type(model).__name__}")
 
 
-def _tensors(enc, model) -> dict[str, torch.Tensor]:
-    device = next(model.parameters()).device
-    return {k: v.to(device) for k, v in enc.to_tensors().items()}
-
-
 def saliency(model, tokenizer, text: str, target=None, method: str = "integrated_gradients", steps: int = 50,
              baseline: str = "pad") -> Saliency:
-    """How much each token of `text` supports `target` (see the module docstring for the three methods)."""
+    """How much each token of `text` supports `target` (see the module docstring for the three methods).
+
+    `target`: a word (one WordPiece) for a masked-LM model, a label index for a classifier; None takes the
+    model's own top prediction. `steps`: integrated gradients' interpolation points (16 quick, 50 usual,
+    200 precise). `baseline`: "pad" (words replaced by [PAD], the default) or "zero". The model runs in
+    eval mode; every module's mode comes back afterwards and no parameter gets a `.grad`.
+    """
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if baseline not in BASELINES:
@@ -125,53 +131,64 @@ def saliency(model, tokenizer, text: str, target=None, method: str = "integrated
         raise ValueError(f"steps must be a positive int (16 is quick, 50 usual, 200 precise), got {steps!r}")
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"text must be a non-empty str, got {text!r}")
-    bert = _encoder(model)
+    bert = base_model(model)
     enc = tokenizer(text)
-    if len(enc.input_ids) > bert.config.max_position_embeddings:
-        raise ValueError(f"{len(enc.input_ids)} tokens is more than the model's "
-                         f"{bert.config.max_position_embeddings} positions: shorten the text")
+    limit = max_length(model, tokenizer)
+    if len(enc.input_ids) > limit:
+        raise ValueError(f"{len(enc.input_ids)} tokens is more than the {limit} this model takes: shorten the text")
+    readout, tid, pos = _readout(model, tokenizer, enc, target)
+
+    inputs = {k: v.to(bert.device) for k, v in enc.to_tensors().items()}              # each (1, T)
     modes = [(m, m.training) for m in model.modules()]
     model.eval()                                              # no dropout: the same f at every point
     try:
-        f, name, pos, reads = _objective(model, tokenizer, enc, target)
-        inputs = _tensors(enc, model)
         with torch.no_grad():                                 # e = token + segment + position, before LayerNorm
-            _, cache = bert.run_with_cache(**inputs, names="embeddings.hook_sum")
-        x = cache["embeddings.hook_sum"].float()                                          # (1, T, H)
-        if baseline == "pad":
-            ids = inputs["input_ids"].clone()
-            ids[~torch.isin(ids, torch.tensor(sorted(tokenizer.special_ids), device=ids.device))] = tokenizer.pad_id
-            with torch.no_grad():
-                _, cache = bert.run_with_cache(**{**inputs, "input_ids": ids}, names="embeddings.hook_sum")
-            b = cache["embeddings.hook_sum"].float()
-        else:
-            b = torch.zeros_like(x)
+            x = bert.embeddings(inputs["input_ids"], inputs["token_type_ids"]).sum.float()   # (1, T, H)
+            if baseline == "pad":
+                keep = torch.tensor(sorted({tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id}),
+                                    device=x.device)
+                ids = inputs["input_ids"].masked_fill(~torch.isin(inputs["input_ids"], keep), tokenizer.pad_id)
+                b = bert.embeddings(ids, inputs["token_type_ids"]).sum.float()             # (1, T, H)
+            else:
+                b = torch.zeros_like(x)
 
-        def run(e: torch.Tensor) -> torch.Tensor:            # e: (B, T, H) replaces the embedding sum → f: (B,)
-            B = e.shape[0]
-            batch = {k: v.expand(B, -1) for k, v in inputs.items()}
+        def scores_at(e: torch.Tensor) -> torch.Tensor:      # e: (n, T, H) replaces the embedding sum → (n, V)
+            batch = {k: v.expand(e.shape[0], -1) for k, v in inputs.items()}
             with bert.hooks([("embeddings.hook_sum", lambda a, _: e.to(a.dtype))]):
-                return f(bert(**batch).last_hidden_state if reads == "hidden" else model(**batch).logits)
+                return readout(batch, bert)
 
         if method == "integrated_gradients":
-            alphas = (torch.arange(steps, dtype=torch.float32) + 0.5) / steps     # midpoint rule on [0, 1]
+            with torch.no_grad():                             # f at both ends, and the top guess at x
+                at_x, at_b = scores_at(x)[0], scores_at(b)[0]                                  # (V,) each
+            tid = int(at_x.argmax()) if tid is None else tid
+            f_x, f_b = float(at_x[tid]), float(at_b[tid])
+            alphas = (torch.arange(steps, dtype=torch.float32, device=x.device) + 0.5) / steps  # midpoints
             total = torch.zeros_like(x)
-            for chunk in alphas.split(CHUNK):
-                path = (b + chunk.view(-1, 1, 1).to(x.device) * (x - b)).requires_grad_(True)  # (n, T, H)
-                (grad,) = torch.autograd.grad(run(path).sum(), path)
-                total += grad.sum(0, keepdim=True)
+            with torch.enable_grad():                         # works inside a caller's torch.no_grad() too
+                for chunk in alphas.split(CHUNK):
+                    path = (b + chunk.view(-1, 1, 1) * (x - b)).requires_grad_(True)           # (n, T, H)
+                    (grad,) = torch.autograd.grad(scores_at(path)[:, tid].sum(), path)
+                    total += grad.sum(0, keepdim=True)
             scores = ((x - b) * total / steps).sum(-1)[0]                                      # (T,)
-            with torch.no_grad():
-                f_x, f_b = float(run(x)), float(run(b))
             delta = abs(float(scores.sum()) - (f_x - f_b))
-            return Saliency(list(enc.tokens), scores.detach().cpu(), delta, method, name, f_x, f_b, steps,
-                            baseline, pos)
-        e = x.clone().requires_grad_(True)
-        value = run(e)
-        (grad,) = torch.autograd.grad(value.sum(), e)
-        scores = grad.norm(dim=-1)[0] if method == "gradient" else (grad * (x - b)).sum(-1)[0]   # (T,)
-        return Saliency(list(enc.tokens), scores.detach().cpu(), 0.0, method, name, float(value.detach()), None,
-                        None, baseline if method == "grad_x_input" else None, pos)
+            return Saliency(list(enc.tokens), scores.cpu(), delta, method, _name(tokenizer, tid, pos),
+                            f_x, f_b, steps, baseline, pos)
+        with torch.enable_grad():
+            e = x.clone().requires_grad_(True)
+            out = scores_at(e)                                                                 # (1, V)
+            tid = int(out[0].argmax()) if tid is None else tid
+            (grad,) = torch.autograd.grad(out[0, tid], e)                                      # (1, T, H)
+        if method == "gradient":
+            scores = grad.norm(dim=-1)[0]                                                      # (T,) L2 over H
+        else:
+            scores = (grad * (x - b)).sum(-1)[0]                                               # (T,)
+        return Saliency(list(enc.tokens), scores.detach().cpu(), 0.0, method, _name(tokenizer, tid, pos),
+                        float(out[0, tid].detach()), None, None, baseline if method == "grad_x_input" else None, pos)
     finally:
         for m, mode in modes:
             m.training = mode
+
+
+def _name(tokenizer, tid: int, pos: int | None) -> str:
+    """The target as shown: the word for a masked LM, the label index for a classifier."""
+    return tokenizer.id_to_token(tid) if pos is not None else str(tid)

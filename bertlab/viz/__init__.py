@@ -6,25 +6,25 @@ Needs the `notebooks` extra (plotly, ipywidgets, bertviz).
     AttentionExplorer("The river bank was muddy.")      # the last line of a notebook cell shows it
 """
 
-from .attention import AttentionView, head_view, head_view_html, model_view, model_view_html
-from .figures import (attention_grid, attention_heatmap, cosine_matrix, drift_by_layer, embedding_sum,
-                      fill_mask_figure, fill_mask_layers_figure, head_importance_figure, lr_schedule,
+from .attention_view import AttentionView
+from .bertviz_views import head_view, head_view_html, model_view, model_view_html
+from .figures import (ablation_figure, attention_grid, attention_heatmap, attention_map_figure, cosine_matrix,
+                      drift_by_layer, embedding_sum, fill_mask_figure, fill_mask_layers_figure, head_importance_figure, lr_schedule,
                       masking_figure, nsp_figure, position_similarity, projection_2d, sinusoidal_positions,
                       training_curves)
 from .inspection import (contextuality_figure, head_types_figure, nearest_contexts_figure, nearest_contexts_html,
                          neuron_figure, probe_layers_figure, saliency_figure)
-from .inspection_widgets import ContextSearch, NeuronExplorer, SaliencyExplorer
 from .neuron_view import neuron_view, neuron_view_html
 from .replay import SnapshotReplay, intra_similarity_figure, snapshot_figure
 from .export import export  # noqa: E402  (the function shadows its module: bertlab.viz.export(fig, "f.svg"))
-from .widgets import (AttentionExplorer, ContextExplorer, EmbeddingSumExplorer, HeadAblation, MaskingLab,
-                      MaskPlayground, NSPExplorer)
+from .widgets import (AttentionExplorer, ContextExplorer, ContextSearch, EmbeddingSumExplorer, HeadAblation,
+                      MaskingLab, MaskPlayground, NeuronExplorer, NSPExplorer, SaliencyExplorer)
 
 __all__ = [
     # figures
-    "attention_heatmap", "attention_grid", "embedding_sum", "sinusoidal_positions", "position_similarity",
+    "attention_heatmap", "attention_map_figure", "attention_grid", "embedding_sum", "sinusoidal_positions", "position_similarity",
     "masking_figure", "nsp_figure", "fill_mask_figure", "fill_mask_layers_figure", "cosine_matrix",
-    "drift_by_layer", "projection_2d", "training_curves", "lr_schedule", "head_importance_figure",
+    "drift_by_layer", "projection_2d", "training_curves", "lr_schedule", "head_importance_figure", "ablation_figure",
     "neuron_figure", "saliency_figure", "head_types_figure", "contextuality_figure", "probe_layers_figure",
     "nearest_contexts_figure", "nearest_contexts_html", "snapshot_figure", "intra_similarity_figure", "export",
     # attention views (offline)

@@ -23,7 +23,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from ..probe import attention_rollout
-from .figures import COLORS, DIVERGING, SEQUENTIAL, _finish, _labels
+from .look import COLORS, DIVERGING, SEQUENTIAL, finish, token_labels
 
 __all__ = ["neuron_figure", "saliency_figure", "head_types_figure", "contextuality_figure",
            "probe_layers_figure", "nearest_contexts_figure", "nearest_contexts_html"]
@@ -61,7 +61,7 @@ def neuron_figure(neurons, query=0) -> go.Figure:
     products = neurons.products(i).float()                             # (T, Dh)
     scores, weights = neurons.scores[i].float(), neurons.weights[i].float()
     T, Dh = products.shape
-    labels = _labels(tokens)
+    labels = token_labels(tokens)
     big = max(float(products.abs().max()), 1e-6)
     fig = make_subplots(rows=1, cols=3, shared_yaxes=True, column_widths=[0.6, 0.2, 0.2], horizontal_spacing=0.03,
                         subplot_titles=(f"q × k, per dimension (Dh = {Dh})", "q·k / √Dh", "softmax = weight"))
@@ -76,7 +76,7 @@ def neuron_figure(neurons, query=0) -> go.Figure:
     fig.update_yaxes(autorange="reversed", row=1, col=1)
     fig.update_xaxes(title_text="dimension of q and k", row=1, col=1)
     fig.update_xaxes(range=[0, 1], row=1, col=3)
-    return _finish(fig, f"layer {neurons.layer}, head {neurons.head}: how {tokens[i]!r} ({i}) picks where to look",
+    return finish(fig, f"layer {neurons.layer}, head {neurons.head}: how {tokens[i]!r} ({i}) picks where to look",
                    showlegend=False, height=max(360, 22 * T + 160), width=1020, margin=dict(l=110, r=80, t=80, b=60))
 
 
@@ -128,7 +128,7 @@ def saliency_figure(result, attentions, position=None) -> go.Figure:
     rows = saliency_rows(result, attentions, position)
     tokens = list(result.tokens)
     i = _saliency_position(result, tokens, position)
-    labels = _labels(tokens)
+    labels = token_labels(tokens)
     fig = make_subplots(rows=len(rows), cols=1, shared_xaxes=True, vertical_spacing=0.06,
                         subplot_titles=list(rows))
     for r, (name, values) in enumerate(rows.items()):
@@ -142,7 +142,7 @@ def saliency_figure(result, attentions, position=None) -> go.Figure:
     fig.update_xaxes(tickangle=-45)
     target = getattr(result, "target", None)
     what = f"the prediction {target!r} at {tokens[i]} ({i})" if target else f"{tokens[i]} ({i})"
-    return _finish(fig, f"what {what} depends on, and what it attends to",
+    return finish(fig, f"what {what} depends on, and what it attends to",
                    width=max(560, 62 * len(tokens) + 120), height=120 + 110 * len(rows),
                    margin=dict(l=30, r=20, t=80, b=90))
 
@@ -183,7 +183,7 @@ def head_types_figure(result) -> go.Figure:
         hovertemplate="%{customdata}<extra></extra>",
         text=[[short.get(labels[l][h], labels[l][h]) for h in range(H)] for l in range(L)], texttemplate="%{text}",
         colorbar=dict(title="type", tickvals=[i + 0.5 for i in range(n)], ticktext=kinds, thickness=12)))
-    return _finish(fig, "head types: what each head mostly attends to (hover for the shares)",
+    return finish(fig, "head types: what each head mostly attends to (hover for the shares)",
                    xaxis=dict(title="head", dtick=1), yaxis=dict(title="layer", dtick=1, autorange="reversed"),
                    width=max(480, 52 * H + 200), height=max(320, 44 * L + 150))
 
@@ -212,7 +212,7 @@ def contextuality_figure(result) -> go.Figure:
                                      hovertemplate=f"{label}<br>layer %{{x}}: %{{y:.3f}}<extra>{title}</extra>"),
                           row=1, col=c + 1)
         fig.update_xaxes(title_text="layer (0 = embeddings)", dtick=1, row=1, col=c + 1)
-    return _finish(fig, "how contextual is each layer? lower self-similarity and MEV = more context-specific",
+    return finish(fig, "how contextual is each layer? lower self-similarity and MEV = more context-specific",
                    width=1100, height=420, legend=dict(orientation="h", y=-0.25))
 
 
@@ -245,7 +245,7 @@ def probe_layers_figure(*results, names: Sequence[str] | None = None) -> go.Figu
                                  marker=dict(color=color, size=14, symbol="star"),
                                  hovertemplate=f"{name}: best layer {r.layer_names[best]}<extra></extra>"))
     ticks = results[0].layer_names
-    return _finish(fig, "which layer knows what: a linear probe per layer (dashed: majority-class baseline)",
+    return finish(fig, "which layer knows what: a linear probe per layer (dashed: majority-class baseline)",
                    xaxis=dict(title="layer", tickmode="array", tickvals=list(range(len(ticks))), ticktext=ticks),
                    yaxis=dict(title="held-out accuracy", range=[0, 1.02]), width=720, height=420)
 
@@ -274,7 +274,7 @@ def nearest_contexts_figure(result) -> go.Figure:
         header=dict(values=["rank", "cosine", "sentence"], fill_color="#EEF3F8", align="left"),
         cells=dict(values=[ranks, cosines, sentences], align="left", height=26)))
     query = _marked(result.text, result.query_char_span, "<b>", "</b>")
-    return _finish(fig, f"nearest uses of “{html.escape(result.word)}” at {_layer_name(result)} to: {query}",
+    return finish(fig, f"nearest uses of “{html.escape(result.word)}” at {_layer_name(result)} to: {query}",
                    width=960, height=120 + 30 * max(1, len(rows)), margin=dict(l=10, r=10, t=60, b=10))
 
 

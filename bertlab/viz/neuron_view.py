@@ -11,7 +11,7 @@ bertviz's own `neuron_view.show` reaches q and k through copies of HuggingFace's
 ships; bertlab's hook points (`hook_q`, `hook_k`, `hook_pattern`) give them for any bertlab model, so here
 the model runs once with `run_with_cache` and the numbers go straight into bertviz's `neuron_view.js`.
 That script loads d3 and jQuery from a CDN through require.js; as for the head view, bertlab inlines its
-own copies of both behind a local `require` shim (bertlab.viz.attention), so the view draws with no network.
+own copies of both behind a local `require` shim (bertlab.viz.bertviz_views), so the view draws with no network.
 
     neuron_view(model, tok, "The cat sat on the mat.", layer=2, head=0)      # last line of a cell: shown
     html = neuron_view_html(model, tok, "The cat sat.", layer=2, head=0)     # the same, as a string
@@ -27,8 +27,8 @@ from importlib import resources
 
 import torch
 
-from ..probe import _encoder, _inference
-from .attention import _SHIM, _scripts_prelude
+from ..probe import base_model, inference
+from .bertviz_views import REQUIRE_SHIM, bertviz, offline_scripts
 
 __all__ = ["neuron_view", "neuron_view_html", "neuron_view_data", "NEURON_VIEW_MAX_TOKENS"]
 
@@ -43,7 +43,7 @@ VECTOR_DECIMALS = 4
 @lru_cache(maxsize=1)
 def _neuron_js() -> str:
     """bertviz's neuron_view.js, made to read its data from a local `params` and to fetch nothing."""
-    js = (resources.files("bertviz") / "neuron_view.js").read_text(encoding="utf-8")
+    js = (resources.files(bertviz()) / "neuron_view.js").read_text(encoding="utf-8")
     js, n_config = re.subn(r"require\.config\(\{.*?\}\);", "", js, count=1, flags=re.S)   # the CDN paths
     # bertviz passes the data through a page-wide global (two views on one page would share it); a local
     # `params`, defined just before this script, keeps each view's data its own
@@ -60,7 +60,7 @@ def _neuron_js() -> str:
 
 
 def _check(model, tok, text, text_pair, layer, head, max_tokens):
-    bert = _encoder(model)
+    bert = base_model(model)
     L, H = bert.config.num_hidden_layers, bert.config.num_attention_heads
     for name, value, n in (("layer", layer, L), ("head", head, H)):
         if isinstance(value, bool) or not isinstance(value, int) or not -n <= value < n:
@@ -90,7 +90,7 @@ def neuron_view_data(model, tok, text: str, text_pair: str | None = None) -> dic
     L = bert.config.num_hidden_layers
     names = [f"encoder.layer.{l}.attention.self.hook_{p}" for l in range(L) for p in ("q", "k", "pattern")]
     device = next(bert.parameters()).device
-    with _inference(model):
+    with inference(model):
         _, cache = bert.run_with_cache(**{k: v.to(device) for k, v in enc.to_tensors().items()}, names=names)
 
     def stack(part: str, decimals: int) -> torch.Tensor:         # (L, heads, T, ·), float64 rounded
@@ -134,11 +134,11 @@ def neuron_view_html(model, tok, text: str, layer: int = 0, head: int = 0, text_
            '<span class="dropdown-label">Head: </span><select id="att_head"></select> '
            f"{pair_menu}</span><div id='vis'></div></div>")
     params = dict(attention=neuron_view_data(model, tok, text, text_pair), default_filter="all", root_div_id=root,
-                  bidirectional=not getattr(_encoder(model).config, "is_decoder", False), display_mode=display_mode,
+                  bidirectional=not getattr(base_model(model).config, "is_decoder", False), display_mode=display_mode,
                   layer=layer, head=head)
     # escape <, >, & so that a token such as "</script>" stays data
     data = json.dumps(params).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    script = ("(function () {\n" + _scripts_prelude() + _SHIM % {"root": json.dumps(root)}
+    script = ("(function () {\n" + offline_scripts() + REQUIRE_SHIM % {"root": json.dumps(root)}
               + "const params = " + data + ";\n" + _neuron_js() + "\n})();")
     return div + '\n<script type="text/javascript">\n' + script + "\n</script>\n"
 

@@ -19,17 +19,16 @@ whole run.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 
 import ipywidgets as W
 import plotly.graph_objects as go
-import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from ..pretraining.snapshots import Snapshot, read_snapshots
-from .figures import COLORS, LAYOUT, PALETTE, SEQUENTIAL
+from .look import COLORS, PALETTE, SEQUENTIAL, check_index, finish, token_labels
+from .widgets.base import show_figure
 
 __all__ = ["snapshot_figure", "intra_similarity_figure", "SnapshotReplay", "ALL_HEADS"]
 
@@ -43,12 +42,6 @@ def _check_snapshot(snapshot) -> Snapshot:
         raise ValueError(f"expected a Snapshot (one item of bertlab.pretraining.read_snapshots(out)), "
                          f"got {type(snapshot).__name__}")
     return snapshot
-
-
-def _choice(i, n: int, what: str, many: str) -> int:
-    if isinstance(i, bool) or not isinstance(i, int) or not -n <= i < n:
-        raise ValueError(f"{what} {i!r} does not exist: the snapshot has {n} {many} (0 … {n - 1})")
-    return i % n
 
 
 def _snapshots(source) -> list[Snapshot]:
@@ -65,11 +58,6 @@ def _snapshots(source) -> list[Snapshot]:
     if not shots:
         raise ValueError("there are no snapshots to replay: pre-train with snapshot_every=N to record some")
     return sorted(shots, key=lambda s: s.step)
-
-
-def _labels(tokens) -> list[str]:
-    # unique labels: plotly merges equal category names, so repeated tokens ("the", "the") get their position
-    return [f"{t} ({i})" for i, t in enumerate(tokens)]
 
 
 def largest_guess(snapshots: Sequence[Snapshot], mask_index: int = 0) -> float:
@@ -92,17 +80,19 @@ def snapshot_figure(snapshot: Snapshot, layer: int = 0, head: int | str | None =
     s = _check_snapshot(snapshot)
     attention = s.attention                                                   # (L, heads, T, T)
     L, A = attention.shape[:2]
-    layer = _choice(layer, L, "layer", "layers")
-    heads = list(range(A)) if head is None or head == ALL_HEADS else [_choice(head, A, "head", "heads per layer")]
+    has = "the snapshot has"
+    layer = check_index(layer, L, "layer", "layers", there=has)
+    heads = (list(range(A)) if head is None or head == ALL_HEADS
+             else [check_index(head, A, "head", "heads per layer", there=has)])
     n_masks = len(s.guesses)
     if n_masks:
-        mask_index = _choice(mask_index, n_masks, "mask_index", "[MASK] positions")
+        mask_index = check_index(mask_index, n_masks, "mask_index", "[MASK] positions", there=has)
     guesses = s.guesses[mask_index] if n_masks else []
     if p_max is not None and (isinstance(p_max, bool) or not isinstance(p_max, (int, float)) or not 0 < p_max <= 1):
         raise ValueError(f"p_max must be a probability in (0, 1], got {p_max!r}")
     top = p_max if p_max is not None else max([p for _, p in guesses], default=0.0)
 
-    labels = _labels(s.tokens)
+    labels = token_labels(s.tokens)
     T = len(labels)
     cell = 200 if len(heads) > 1 else max(260, 22 * T)                        # pixels per heatmap side
     widths = [1.0] * len(heads) + [0.9 if len(heads) == 1 else 1.4]
@@ -130,13 +120,11 @@ def snapshot_figure(snapshot: Snapshot, layer: int = 0, head: int | str | None =
     fig.update_yaxes(title_text="rank", title_standoff=4, autorange="reversed", type="category", row=1, col=bar_col)
 
     what = f"head {heads[0]}" if len(heads) == 1 else f"all {A} heads"
-    fig.update_layout(**{**LAYOUT, "margin": dict(l=90, r=30, t=90, b=90 if len(heads) == 1 else 40)},
-                      title=dict(text=f"step {s.step}: layer {layer}, {what}, and the [MASK] guesses"
-                                      f"<br><sup>{s.text}</sup>", x=0.01, xanchor="left"),
-                      coloraxis=dict(colorscale=SEQUENTIAL, cmin=0.0, cmax=1.0,
-                                     colorbar=dict(title="weight", thickness=12)),
-                      showlegend=False, width=len(heads) * (cell + 20) + 420, height=cell + 190)
-    return fig
+    return finish(fig, f"step {s.step}: layer {layer}, {what}, and the [MASK] guesses<br><sup>{s.text}</sup>",
+                  margin=dict(l=90, r=30, t=90, b=90 if len(heads) == 1 else 40),
+                  coloraxis=dict(colorscale=SEQUENTIAL, cmin=0.0, cmax=1.0,
+                                 colorbar=dict(title="weight", thickness=12)),
+                  showlegend=False, width=len(heads) * (cell + 20) + 420, height=cell + 190)
 
 
 def intra_similarity_figure(snapshots: Sequence[Snapshot], step: int | None = None) -> go.Figure:
@@ -158,22 +146,12 @@ def intra_similarity_figure(snapshots: Sequence[Snapshot], step: int | None = No
             hovertemplate=f"{name}<br>step %{{x}}: %{{y:.3f}}<extra></extra>"))
     if step is not None:
         fig.add_vline(x=step, line_dash="dot", line_color="#333333")
-    fig.update_layout(**LAYOUT, title=dict(text="intra-sentence similarity by layer: near 1 = every token "
-                                                "vector alike", x=0.01, xanchor="left"),
-                      xaxis_title="step", yaxis=dict(title="mean cosine to the sentence mean", range=[-0.1, 1.0]),
-                      width=720, height=340)
-    return fig
+    return finish(fig, "intra-sentence similarity by layer: near 1 = every token vector alike",
+                  xaxis_title="step", yaxis=dict(title="mean cosine to the sentence mean", range=[-0.1, 1.0]),
+                  width=720, height=340)
 
 
 # ---- the widget ----------------------------------------------------------------------------------------
-
-def _show(out: W.Output, fig: go.Figure) -> None:
-    """Put `fig` in `out` as plotly's mime bundle (what display(fig) sends in JupyterLab), printing nothing."""
-    data = json.loads(pio.to_json(fig, validate=False))
-    data["config"] = {}
-    bundle = {"application/vnd.plotly.v1+json": data, "text/plain": f"<plotly figure: {fig.layout.title.text}>"}
-    out.outputs = ({"output_type": "display_data", "data": bundle, "metadata": {}},)
-
 
 class SnapshotReplay:
     """A step slider over a run's snapshots, with layer, head and [MASK] menus, and ▶ to play the run.
@@ -228,8 +206,8 @@ class SnapshotReplay:
         self.figure = snapshot_figure(self.snapshot, self.layer.value, self.head.value,
                                       self.mask.value if self.snapshot.guesses else 0, self.p_max)
         self.similarity = intra_similarity_figure(self.snapshots, step=self.snapshot.step)
-        _show(self.out, self.figure)
-        _show(self.similarity_out, self.similarity)
+        show_figure(self.out, self.figure)
+        show_figure(self.similarity_out, self.similarity)
 
     # -- display: the replay shows as its view
     def _repr_mimebundle_(self, **kwargs):

@@ -10,8 +10,8 @@ cells, and asserts what a person would see:
 - every plotly figure drawn (an `.main-svg` in every plotly output);
 - every bertviz view drawn with its tokens (head view: the token column on both sides; model view: its
   thumbnails, and the tokens once a thumbnail is clicked);
-- at least one widget driven like a person would (a slider moved with the keyboard, a sentence typed, a
-  token or button clicked) with its figure or label changing;
+- every widget driven like a person would (a slider moved with the keyboard, a sentence typed, a token
+  or button clicked), each with its figure or label changing;
 - not one request to anything but 127.0.0.1 (and data:/blob:): everything else is aborted and listed.
 
 A screenshot of each notebook (the whole notebook, and the driven widget) goes to a temporary folder named
@@ -330,9 +330,9 @@ def _act(page, kind, control) -> None:
         control.click()
 
 
-def _drive_a_widget(page, tries: int = 3):
-    """Use controls until one changes what its widget shows. Returns (description, before, after, area)."""
-    areas = page.locator(f"{NB} {WIDGET_AREA}").all()
+def _drive_a_widget(page, areas, tries: int = 3):
+    """Use controls of `areas` until one changes what its widget shows. Returns (description, before, after,
+    area)."""
     order = {"slider": 0, "text": 1, "click": 2}
     found = [(a, kind, c) for a in areas for kind, c in _candidates(a)]
     candidates = sorted(found, key=lambda x: order[x[1]])      # stable: page order within each kind
@@ -437,9 +437,21 @@ def test_notebook_in_browser(notebook, lab, lab_page, network, screenshot_dir, r
             return seen
 
         check("after Run All")
-        what, before, after, area = _drive_a_widget(page)
+        # every widget on the page, each driven once (a notebook with several shows each kind working)
+        driven = []
+        for i in range(page.locator(f"{NB} {WIDGET_AREA}").count()):
+            widget = page.locator(f"{NB} {WIDGET_AREA}").nth(i)
+            if widget.locator(".widget-slider, .widget-text, .widget-textarea, .widget-button, "
+                              ".widget-toggle-button, .widget-toggle-buttons").count() == 0:
+                continue                                 # a display without controls (say, a bare figure)
+            what, before, after, area = _drive_a_widget(page, [widget])
+            driven.append((what, before, after, area))
+            check(f"after driving widget {i + 1} ({what})")
+        assert driven, ("no widget to drive: every notebook should let the reader change something (a slider, "
+                        "a text box, a button) and see the result")
+        what, before, after, area = driven[0]
         t_drive = time.monotonic()
-        seen = check(f"after driving a widget ({what})")
+        seen = check("after driving every widget")
 
         # screenshots: the driven widget, and the whole notebook (the mouse off every figure: no plotly toolbar)
         stem = Path(notebook).stem
@@ -456,8 +468,8 @@ def test_notebook_in_browser(notebook, lab, lab_page, network, screenshot_dir, r
         changed = "figure/label text" if before["text"] != after["text"] else "figure graphics"
         report.append(f"{notebook}: {time.monotonic() - t0:.1f} s (open {t_open - t0:.1f}, run all "
                       f"{t_run - t_open:.1f}, widget {t_drive - t_run:.1f}); {seen['figures']} plotly figures, "
-                      f"{len(seen['bertviz'])} bertviz views, {seen['widgets']} widgets; drove {what} → "
-                      f"{changed} changed; {page_shot}")
+                      f"{len(seen['bertviz'])} bertviz views, {seen['widgets']} widgets; drove "
+                      f"{'; '.join(d[0] for d in driven)} (first: {changed} changed); {page_shot}")
         passed = True
     finally:
         console = lab_page.console_errors[console_before:]

@@ -1,4 +1,4 @@
-"""Widgets for looking inside: the neuron computation of a head, saliency beside attention, exBERT's search.
+"""Widgets for looking inside (notebook 11): the neuron computation of a head, saliency beside attention, exBERT's search.
 
     w = NeuronExplorer("The cat sat on the mat because it was warm.", layer=0, head=2)
     w.query.value = 3                  # "sat" is now the query: w.figure shows its q × k, q·k and softmax
@@ -7,8 +7,7 @@
     c = ContextSearch("He sat on the bank of the river.", "bank")
     c.layer.value = 0                  # c.result.hits: at the embedding output the ranking is noise
 
-They follow the widgets of bertlab.viz.widgets (the same `Widget` base: a model menu, a message line,
-state a test can set and read). The figures are bertlab.viz.inspection's; the numbers come from the
+They share the `Widget` base of base.py (a model menu, a message line, state a test can set and read). The figures are bertlab.viz.inspection's; the numbers come from the
 probes in bertlab.probe.neurons, .saliency and .nearest.
 """
 
@@ -16,12 +15,13 @@ from __future__ import annotations
 
 import ipywidgets as W
 
-from ..probe.nearest import nearest_contexts
-from ..probe.neurons import attention_neurons
-from ..probe.saliency import METHODS, saliency
-from .inspection import nearest_contexts_html, neuron_figure, saliency_figure
-from .neuron_view import NEURON_VIEW_MAX_TOKENS, neuron_view_html
-from .widgets import WIDE, WITH_HEADS, Widget, _controls_row, _html_output, _plot, has_mlm_head
+from ...probe import has_mlm_head
+from ...probe.nearest import nearest_contexts
+from ...probe.neurons import attention_neurons
+from ...probe.saliency import METHODS, saliency
+from ..inspection import nearest_contexts_html, neuron_figure, saliency_figure
+from ..neuron_view import NEURON_VIEW_MAX_TOKENS, neuron_view_html
+from .base import WIDE, WITH_HEADS, Widget, controls_row, show_figure, show_html
 
 __all__ = ["NeuronExplorer", "SaliencyExplorer", "ContextSearch"]
 
@@ -40,8 +40,6 @@ class NeuronExplorer(Widget):
                  layer: int = 0, head: int = 0, query: int = 1):
         super().__init__(model)
         self.text = W.Text(value=text, description="text", continuous_update=False, layout=WIDE)
-        self.layer = W.IntSlider(value=0, min=0, max=0, description="layer")
-        self.head = W.IntSlider(value=0, min=0, max=0, description="head")
         self.query = W.ToggleButtons(options=[], description="query", style=dict(button_width="auto"))
         self.show_view = W.ToggleButton(value=False, description="neuron view (bertviz)", icon="eye",
                                         layout=W.Layout(width="auto"))
@@ -51,19 +49,11 @@ class NeuronExplorer(Widget):
         self._key = self._view_key = None
         self._shape = None                      # (tokens, Dh) of the figure on show: same → patch in place
         self._wanted_query = query
-        if self.model is not None:
-            self._model_changed()
-            with self._hold():
-                self.layer.value, self.head.value = min(layer, self.layer.max), min(head, self.head.max)
-        self.view = W.VBox([_controls_row(self.model_select), self.text,
-                            _controls_row(self.layer, self.head, self.show_view), self.query,
-                            self.message, self.out, self.view_out])
-        self._watch(self.text, self.layer, self.head, self.query, self.show_view)
-        self._run(self._update_checked)
-
-    def _model_changed(self) -> None:
-        self.layer.max = self.config.num_hidden_layers - 1
-        self.head.max = self.config.num_attention_heads - 1
+        self._layer_sliders(layer, head)
+        self._start([controls_row(self.model_select), self.text,
+                    controls_row(self.layer, self.head, self.show_view), self.query,
+                    self.message, self.out, self.view_out],
+                    watch=[self.text, self.layer, self.head, self.query, self.show_view])
 
     def _forget(self) -> None:
         super()._forget()
@@ -73,7 +63,7 @@ class NeuronExplorer(Widget):
         super()._fail(text)
         self.neurons, self.view_html = None, None
         self._key = self._view_key = self._shape = None
-        _html_output(self.view_out, None)
+        show_html(self.view_out, None)
 
     def _update(self) -> None:
         enc = self._encode(self.text.value)
@@ -95,7 +85,7 @@ class NeuronExplorer(Widget):
         else:
             self.figure = neuron_figure(self.neurons, i)
             self._shape = shape
-        _plot(self.out, self.figure)
+        show_figure(self.out, self.figure)
 
         if self.show_view.value:
             view_key = (id(self.model), tuple(enc.input_ids), self.layer.value, self.head.value)
@@ -103,9 +93,9 @@ class NeuronExplorer(Widget):
                 self.view_html = neuron_view_html(self.model, self.tok, self.text.value, self.layer.value,
                                                   self.head.value, max_tokens=NEURON_VIEW_MAX_TOKENS)
                 self._view_key = view_key
-                _html_output(self.view_out, self.view_html, "bertviz neuron view")
+                show_html(self.view_out, self.view_html, "bertviz neuron view")
         elif self.view_out.outputs:
-            _html_output(self.view_out, None)
+            show_html(self.view_out, None)
             self.view_html, self._view_key = None, None
 
     def _patch(self, i: int) -> None:
@@ -148,11 +138,10 @@ class SaliencyExplorer(Widget):
         self.explain = W.Button(description="explain", button_style="primary", icon="search")
         self.explain.on_click(lambda _: self._run(self._update_checked))
         self.result = None
-        self.view = W.VBox([_controls_row(self.model_select, self.switch), self.text,
-                            _controls_row(self.target, self.method, self.steps, self.explain),
-                            self.message, self.out])
-        self._watch(self.text, self.target, self.method, self.steps)
-        self._run(self._update_checked)
+        self._start([controls_row(self.model_select, self.switch), self.text,
+                    controls_row(self.target, self.method, self.steps, self.explain),
+                    self.message, self.out],
+                    watch=[self.text, self.target, self.method, self.steps])
 
     def _fail(self, text: str) -> None:
         super()._fail(text)
@@ -175,7 +164,7 @@ class SaliencyExplorer(Widget):
         if self.method.value == "integrated_gradients":
             self.say(f"completeness gap δ = {float(self.result.delta):.2g} with {self.steps.value} steps "
                      "(raise the steps to shrink it)")
-        _plot(self.out, self.figure)
+        show_figure(self.out, self.figure)
 
 
 # ---- exBERT's corpus search -------------------------------------------------------------------------
@@ -193,29 +182,18 @@ class ContextSearch(Widget):
         self.corpus = corpus
         self.text = W.Text(value=text, description="text", continuous_update=False, layout=WIDE)
         self.word = W.Text(value=word, description="word", continuous_update=False)
-        self.layer = W.IntSlider(value=0, min=0, max=0, description="layer")
+        self._layer_sliders(layer)
         self.k = W.IntSlider(value=k, min=1, max=25, description="top k")
         self.result = None
         self.html: str | None = None
-        if self.model is not None:
-            self._model_changed()
-            with self._hold():
-                self.layer.value = layer % (self.layer.max + 1)
-        self.view = W.VBox([_controls_row(self.model_select, self.word), self.text,
-                            _controls_row(self.layer, self.k), self.message, self.out])
-        self._watch(self.text, self.word, self.layer, self.k)
-        self._run(self._update_checked)
-
-    def _model_changed(self) -> None:
-        at_end = self.layer.value == self.layer.max
-        self.layer.max = self.config.num_hidden_layers
-        if at_end:
-            self.layer.value = self.layer.max
+        self._start([controls_row(self.model_select, self.word), self.text,
+                    controls_row(self.layer, self.k), self.message, self.out],
+                    watch=[self.text, self.word, self.layer, self.k])
 
     def _fail(self, text: str) -> None:
         super()._fail(text)
         self.result, self.html = None, None
-        _html_output(self.out, None)
+        show_html(self.out, None)
 
     def _update(self) -> None:
         word = self.word.value.strip()
@@ -228,4 +206,4 @@ class ContextSearch(Widget):
         if not self.result.cached:
             self.say(f"indexed the {self.result.searched} uses of {word!r} in {self.result.corpus} "
                      f"in {self.result.index_seconds:.1f} s; later searches for it are instant")
-        _html_output(self.out, self.html, str(self.result))
+        show_html(self.out, self.html, str(self.result))

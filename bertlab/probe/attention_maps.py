@@ -1,0 +1,161 @@
+"""Attention as a reader wants to see it: one head, a layer's heads combined, or all of them; per word.
+
+    out = model(**tok("The playwright wrote it."), output_attentions=True)
+    attention_map(out, enc.tokens, layer=3, head="all", reduce="mean")     # layer 3, its heads averaged
+    attention_map(out, enc.tokens, layer="all", head="all", words=True)    # everything, one row per word
+    attention_map(out, enc.tokens, hide_special=True, threshold=0.1)       # exBERT's two switches
+
+A head's attention is over WordPieces: "playwright" may be `play ##wright`, two rows and two columns.
+People ask for words (bertviz #23). Merging takes one rule per axis, and the rule is what keeps each row a
+probability distribution:
+
+- **keys are summed**: the attention a word *receives* is what all its pieces receive, so
+  "query → playwright" = "query → play" + "query → ##wright";
+- **queries are averaged**: where a word *looks* is the mean of where its pieces look, so the word's row
+  still sums to 1.
+
+(Clark et al. 2019 use the same rule to compare heads with word-level syntax.) Combining heads or layers
+by the mean keeps rows summing to 1; by the sum, row sums become the number of heads combined: a sum shows
+where attention piles up, a mean what a typical head does. Hiding [CLS] / [SEP] drops their rows and
+columns *without* renormalising: what is left is exactly the weight the heads gave to words, and the
+missing mass (often most of it: many heads park on [SEP]) is itself the lesson. A threshold blanks weights
+below it, to leave only the strong links (exBERT's slider).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["AttentionMap", "attention_map", "word_groups", "merge_word_pieces", "SPECIAL_TOKENS"]
+
+SPECIAL_TOKENS = frozenset({"[CLS]", "[SEP]", "[PAD]"})
+REDUCE = ("mean", "sum")
+
+
+@dataclass
+class AttentionMap:
+    """What a heatmap of attention shows: `weights[i, j]` is how much row i (a query) attends to column j.
+
+    `tokens` label rows and columns (words when merged), `groups[i]` are the token positions row i stands
+    for, `title` says which heads were combined and how (a figure's title).
+    """
+    tokens: list[str]
+    weights: torch.Tensor           # (T', T') float32 on the CPU, T' ≤ T
+    groups: list[list[int]]
+    title: str
+
+
+def word_groups(tokens: Sequence[str]) -> list[list[int]]:
+    """Token positions grouped into words: a WordPiece that starts with `##` joins the word before it.
+
+    Special tokens are words of their own. `["[CLS]", "play", "##wright", "[SEP]"]` → `[[0], [1, 2], [3]]`.
+    """
+    groups: list[list[int]] = []
+    for i, t in enumerate(tokens):
+        if t.startswith("##") and groups and tokens[groups[-1][-1]] not in SPECIAL_TOKENS:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+def merge_word_pieces(weights: torch.Tensor, tokens: Sequence[str]) -> tuple[list[str], torch.Tensor]:
+    """(words, weights over words): keys summed, queries averaged, so every row still sums to what it did.
+
+    `weights` is (..., T, T) over the T `tokens`; the answer is (..., W, W) over W words, each word spelled
+    out from its pieces ("play" + "##wright" → "playwright").
+    """
+    T = weights.shape[-1]
+    if weights.shape[-2] != T or len(tokens) != T:
+        raise ValueError(f"weights must be (..., T, T) over the {len(tokens)} tokens, got {tuple(weights.shape)}")
+    groups = word_groups(tokens)
+    words = [tokens[g[0]] + "".join(tokens[i][2:] for i in g[1:]) for g in groups]
+    member = torch.zeros(T, len(groups), dtype=weights.dtype, device=weights.device)   # (T, W) one-hot
+    for w, g in enumerate(groups):
+        member[g, w] = 1.0
+    keys_summed = weights @ member                                           # (..., T, W)
+    queries_averaged = (member / member.sum(0)).transpose(0, 1) @ keys_summed   # (..., W, W)
+    return words, queries_averaged
+
+
+def _select(n: int, which, what: str) -> list[int]:
+    """`which` (an int, a list of ints or "all") as a list of indices into n layers or heads."""
+    if isinstance(which, str) and which == "all":
+        return list(range(n))
+    items = [which] if isinstance(which, int) and not isinstance(which, bool) else which
+    if isinstance(items, str) or not isinstance(items, Sequence) or not items:
+        raise ValueError(f"{what} must be an index, a list of indices or 'all', got {which!r}")
+    for i in items:
+        if isinstance(i, bool) or not isinstance(i, int) or not -n <= i < n:
+            raise ValueError(f"{what} {i!r} does not exist: there are {n} {what}s (0 … {n - 1})")
+    return sorted({i % n for i in items})
+
+
+def _describe(chosen: list[int], n: int, what: str) -> str:
+    if len(chosen) == 1:
+        return f"{what} {chosen[0]}"
+    if len(chosen) == n:
+        return f"all {n} {what}s"
+    return f"{what}s {', '.join(map(str, chosen))}"
+
+
+def attention_map(attentions, tokens: Sequence[str], layer=0, head=0, reduce: str = "mean", words: bool = False,
+                  hide_special: bool = False, threshold: float = 0.0, batch_index: int = 0) -> AttentionMap:
+    """The attention to draw, chosen and combined as the module docstring describes.
+
+    `attentions` is a model output run with `output_attentions=True` (or its `.attentions`: L tensors
+    (B, heads, T, T)); `layer` and `head` are an index, a list of them or "all", combined by `reduce`
+    ("mean" or "sum") when there is more than one. Then, in this order: pieces merged into words
+    (`words=True`), [CLS] / [SEP] / [PAD] rows and columns dropped (`hide_special=True`), and weights
+    below `threshold` set to 0.
+    """
+    out = attentions
+    attentions = getattr(out, "attentions", out)
+    if attentions is None and hasattr(out, "bert"):          # bertlab's heads keep the encoder's output at .bert
+        attentions = out.bert.attentions
+    if not isinstance(attentions, (tuple, list)) or not attentions or not all(
+            isinstance(a, torch.Tensor) and a.dim() == 4 for a in attentions):
+        raise ValueError("attentions must be a model output run with output_attentions=True (or its .attentions: "
+                         "one (B, heads, T, T) tensor per layer)")
+    if reduce not in REDUCE:
+        raise ValueError(f"reduce must be one of {REDUCE}, got {reduce!r}")
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or threshold < 0:
+        raise ValueError(f"threshold must be a number ≥ 0 (weights below it are blanked), got {threshold!r}")
+    L, (B, H, T, _) = len(attentions), attentions[0].shape
+    if isinstance(batch_index, bool) or not isinstance(batch_index, int) or not -B <= batch_index < B:
+        raise ValueError(f"batch_index {batch_index!r} does not exist: the batch has {B} rows")
+    if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
+        raise ValueError("tokens must be a list of token strings, e.g. enc.tokens")
+    tokens = list(tokens)
+    if not tokens:
+        raise ValueError("tokens is empty: pass the tokens of the text, e.g. enc.tokens")
+    if len(tokens) > T:
+        raise ValueError(f"{len(tokens)} tokens given for an attention map over {T} positions: "
+                         "pass the tokens of the same text the model ran on")
+    layers, heads = _select(L, layer, "layer"), _select(H, head, "head")
+
+    n = len(tokens)
+    stack = torch.stack([attentions[l][batch_index, heads, :n, :n].detach().float().cpu() for l in layers])
+    weights = stack.mean((0, 1)) if reduce == "mean" else stack.sum((0, 1))          # (n, n)
+    combined = len(layers) * len(heads) > 1
+    title = f"{_describe(layers, L, 'layer')}, {_describe(heads, H, 'head')}" + (f" ({reduce})" if combined else "")
+
+    groups = [[i] for i in range(n)]
+    if words:
+        groups = word_groups(tokens)
+        tokens, weights = merge_word_pieces(weights, tokens)
+        title += ", per word"
+    if hide_special:
+        keep = [i for i, t in enumerate(tokens) if t not in SPECIAL_TOKENS]
+        if not keep:
+            raise ValueError("hiding [CLS] and [SEP] leaves nothing to show: type a sentence")
+        tokens, groups = [tokens[i] for i in keep], [groups[i] for i in keep]
+        weights = weights[keep][:, keep]
+        title += ", [CLS]/[SEP] hidden"
+    if threshold > 0:
+        weights = torch.where(weights >= threshold, weights, torch.zeros(()))
+        title += f", weights ≥ {threshold:g}"
+    return AttentionMap(tokens, weights, groups, title)
