@@ -3,6 +3,7 @@
     apt-get install wordnet-base                  # WordNet 3.0's data files, in /usr/share/wordnet
     python scripts/split_corpus.py                # the demo corpus: source/ → train/ + heldout/
     python scripts/prepare_corpora.py             # → build/corpora/mini-train.txt, and WordNet's held-out part
+    python scripts/prepare_corpora.py --prose-repeats 9 --name mini-phase2.txt    # the second phase's mix
 
 Why WordNet: it is real English written by lexicographers, 117,659 glosses ("sloping land (especially the
 slope beside a body of water)") and 48,339 example sentences ("they pulled the canoe up on the bank"), one
@@ -17,7 +18,7 @@ Why the demo corpus three times over: it is the prose (documents of consecutive 
 everyday cloze sentences need, and it is about a sixth of WordNet's size. Its Korean files stay out: the
 warm start's vocabulary is English.
 
-Every 20th WordNet document is held out (written into the package, so the model card's numbers can be
+Every 50th WordNet document is held out (written into the package, so the model card's numbers can be
 recomputed anywhere); the training text is one file of documents shuffled with a fixed seed, so that every
 chunk of the stream mixes sources. The output is a pure function of the inputs.
 """
@@ -117,6 +118,9 @@ def main(argv=None):
     parser.add_argument("--wordnet", default="/usr/share/wordnet", help="folder of WordNet 3.0's data.* files")
     parser.add_argument("--out", default=str(ROOT / "build" / "corpora"), help="where the training text goes")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--prose-repeats", type=int, default=PROSE_REPEATS,
+                        help="how many times the demo corpus's training prose goes into the mix")
+    parser.add_argument("--name", default="mini-train.txt", help="the training text's file name in --out")
     a = parser.parse_args(argv)
 
     synsets = read_synsets(Path(a.wordnet))
@@ -126,18 +130,21 @@ def main(argv=None):
     write_documents(CORPUS / "wordnet" / "heldout.txt", wn_heldout)
 
     prose_train, prose_heldout = read_prose(CORPUS / "train"), read_prose(CORPUS / "heldout")
-    mixed = wn_train + prose_train * PROSE_REPEATS
+    mixed = wn_train + prose_train * a.prose_repeats
     random.Random(a.seed).shuffle(mixed)
     out = Path(a.out)
-    write_documents(out / "mini-train.txt", mixed)
+    write_documents(out / a.name, mixed)
 
     summary = {
         "wordnet": {"synsets": len(synsets), "examples": sum(len(s[3]) for s in synsets),
                     "train": stats(wn_train), "heldout": stats(wn_heldout)},
         "prose (English demo corpus)": {"train": stats(prose_train), "heldout": stats(prose_heldout)},
-        "mini-train.txt": {**stats(mixed), "prose_repeats": PROSE_REPEATS, "seed": a.seed},
+        a.name: {**stats(mixed), "prose_repeats": a.prose_repeats, "seed": a.seed},
     }
-    (out / "corpus_stats.json").write_text(json.dumps(summary, indent=2) + "\n")
+    stats_file = out / "corpus_stats.json"          # one file for every mix written: each under its name
+    earlier = json.loads(stats_file.read_text()) if stats_file.exists() else {}
+    summary = {**earlier, **summary}
+    stats_file.write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary, indent=2))
 
 

@@ -39,7 +39,7 @@ def test_ships_as_package_data_in_bf16_under_40_mb_with_a_model_card():
     with safe_open(str(weights), "pt") as f:
         assert {f.get_slice(k).get_dtype() for k in f.keys()} == {"BF16"}
     for name in ("config.json", "vocab.txt", "tokenizer.json", "MODEL_CARD.md", "loss_curves.png", "eval.json",
-                 "cloze.json", "NOTICE"):
+                 "cloze.json", "NOTICE", "phase1.json", "loss_curves_phase1.png"):
         assert (MINI / name).exists(), name
 
 
@@ -115,7 +115,10 @@ def test_next_sentence_prefers_the_true_continuation(mini):
 def test_the_card_gives_the_exact_command_and_seed():
     text = (MINI / "MODEL_CARD.md").read_text()
     block = re.search(r"```bash\n(.+?)\n```", text, re.S).group(1)
-    command = block.splitlines()[-1]
+    phase1, phase2 = block.splitlines()[-2:]
     sys.path.insert(0, str(ROOT / "scripts"))
-    from build_bertlab_mini import COMMAND
-    assert command == " ".join(COMMAND) and "--seed 0" in command and "--init" in command
+    from build_bertlab_mini import COMMAND, COMMAND2
+    assert phase1 == " ".join(COMMAND) and "--seed 0" in phase1 and "--init build/bertlab-mini-start" in phase1
+    assert phase2 == " ".join(COMMAND2) and "--seed 1" in phase2 and "--init runs/bertlab-mini" in phase2
+    phase1_record = json.loads((MINI / "phase1.json").read_text())
+    assert phase1_record["command"] == phase1                # the phase the shipped model continued

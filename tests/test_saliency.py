@@ -32,7 +32,7 @@ def test_integrated_gradients_add_up_to_the_change_in_log_probability(mini):
     assert fine.target == "door" and gap > 1                  # the words make "door" much more likely
     assert coarse.f_input == pytest.approx(fine.f_input, abs=1e-4)
     assert abs(float(fine.scores.sum()) - gap) == pytest.approx(fine.delta, abs=1e-6)
-    assert fine.delta < 1e-3 * gap < coarse.delta             # completeness, better with more steps
+    assert fine.delta < 1e-3 * gap and fine.delta < coarse.delta    # completeness, better with more steps
     assert torch.allclose(coarse.scores, fine.scores, atol=0.05)
     top = fill_mask(model, tok, DOOR, top_k=1).guesses[0][0]                  # f is log P(target at the mask)
     assert top.token == "door" and fine.f_input == pytest.approx(math.log(top.probability), abs=1e-4)
