@@ -4,8 +4,8 @@
     .venv/bin/python scripts/build_bertlab_mini.py     # all stages: see the time below
     .venv/bin/python scripts/build_bertlab_mini.py --stage card      # only re-write the card from the run
 
-Time on 2 CPU cores: with bf16 units (avx512_bf16) about 100 minutes (phase 1 in fp32 at ~1.0 s a step,
-43 min; phase 2 in bf16 at ~0.5 s a step, 53 min, measured); on a CPU without them, where phase 1 took
+Time on 2 CPU cores: with bf16 units (avx512_bf16) about 100 minutes (phase 1 in fp32 at ~1.0 s a step, about
+43 min by that rate; phase 2 in bf16 at ~0.5 s a step, 53 min as run); on a CPU without them, where phase 1 took
 83 min (1.9 s a step), phase 2 would take about three hours more, so run phase 2 there with fewer steps or
 on a GPU (`--device cuda`, where --bf16 is the default).
 
