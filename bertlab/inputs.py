@@ -109,3 +109,16 @@ def as_ids(name: str, x, device, allow_bool: bool = False) -> torch.Tensor:
     # every integer dtype (uint8, int16, int32, ...) becomes int64: range checks against the vocabulary
     # cannot wrap around, and the embedding lookup accepts it
     return x.to(device=device, dtype=torch.long)
+
+
+def check_tokens(tokens, T: int, what: str) -> list[str]:
+    """`tokens` as a list of str no longer than the T positions of `what`, or a ValueError that says so."""
+    if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
+        raise ValueError("tokens must be a list of token strings, e.g. enc.tokens")
+    tokens = list(tokens)
+    if not tokens:
+        raise ValueError("tokens is empty: pass the tokens of the text, e.g. enc.tokens")
+    if len(tokens) > T:
+        raise ValueError(f"{len(tokens)} tokens given for {what} over {T} positions: "
+                         "pass the tokens of the same text the model ran on")
+    return tokens

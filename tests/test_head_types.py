@@ -16,11 +16,6 @@ def tiny():
     return bertlab.load("bertlab-tiny")
 
 
-@pytest.fixture(scope="module")
-def minilm():
-    return bertlab.load("minilm")
-
-
 def sentences(n=20, files=("en_daily",)):
     """The first n held-out sentences, as many from each file."""
     return [line for f in files for line in [x.strip() for x in open(HELDOUT + f + ".txt") if x.strip()]

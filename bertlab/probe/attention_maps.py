@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ..inputs import check_tokens
+
 __all__ = ["AttentionMap", "attention_map", "word_groups", "merge_word_pieces", "SPECIAL_TOKENS"]
 
 SPECIAL_TOKENS = frozenset({"[CLS]", "[SEP]", "[PAD]"})
@@ -127,14 +129,7 @@ def attention_map(attentions, tokens: Sequence[str], layer=0, head=0, reduce: st
     L, (B, H, T, _) = len(attentions), attentions[0].shape
     if isinstance(batch_index, bool) or not isinstance(batch_index, int) or not -B <= batch_index < B:
         raise ValueError(f"batch_index {batch_index!r} does not exist: the batch has {B} rows")
-    if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
-        raise ValueError("tokens must be a list of token strings, e.g. enc.tokens")
-    tokens = list(tokens)
-    if not tokens:
-        raise ValueError("tokens is empty: pass the tokens of the text, e.g. enc.tokens")
-    if len(tokens) > T:
-        raise ValueError(f"{len(tokens)} tokens given for an attention map over {T} positions: "
-                         "pass the tokens of the same text the model ran on")
+    tokens = check_tokens(tokens, T, "an attention map")
     layers, heads = _select(L, layer, "layer"), _select(H, head, "head")
 
     n = len(tokens)

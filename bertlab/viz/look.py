@@ -13,6 +13,8 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from ..inputs import check_tokens  # noqa: F401  (the probes check tokens the same way)
+
 __all__ = ["COLORS", "PALETTE", "SEQUENTIAL", "DIVERGING", "LAYOUT", "EMBEDDING_PARTS", "finish",
            "token_labels", "shorten", "as_float", "check_index", "check_indices", "check_tokens"]
 
@@ -75,19 +77,6 @@ def check_index(i, n: int, what: str, plural: str = "", there: str = "there are"
     if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not -n <= i < n:
         raise ValueError(f"{what} {i!r} does not exist: {there} {n}{' ' + plural if plural else ''} (0 … {n - 1})")
     return int(i) % n
-
-
-def check_tokens(tokens, T: int, what: str) -> list[str]:
-    """`tokens` as a list of str no longer than the T positions of `what`, or a ValueError that says so."""
-    if isinstance(tokens, str) or not all(isinstance(t, str) for t in tokens):
-        raise ValueError("tokens must be a list of token strings, e.g. enc.tokens")
-    tokens = list(tokens)
-    if not tokens:
-        raise ValueError("tokens is empty: pass the tokens of the text, e.g. enc.tokens")
-    if len(tokens) > T:
-        raise ValueError(f"{len(tokens)} tokens given for {what} over {T} positions: "
-                         "pass the tokens of the same text the model ran on")
-    return tokens
 
 
 def check_indices(values, n: int, what: str, plural: str) -> list[int] | None:
