@@ -348,11 +348,12 @@ def _read_checkpoint(checkpoint: Path) -> dict:
     Raises ValueError naming the part that is missing or torn: torch, safetensors and tokenizers each raise
     their own kind of error for a torn file, and the reader needs the file's name more than the error's type.
     """
+    def tensors(name: str):          # weights_only: a checkpoint is data, never code to run
+        return torch.load(checkpoint / name, map_location="cpu", weights_only=True)
+
     parts = {
-        "trainer_state.pt": lambda: torch.load(checkpoint / "trainer_state.pt", map_location="cpu",
-                                               weights_only=True),
-        "rng-rank0.pt": lambda: torch.load(checkpoint / "rng-rank0.pt", map_location="cpu",
-                                           weights_only=True),   # checked here; each process reads its own later
+        "trainer_state.pt": lambda: tensors("trainer_state.pt"),
+        "rng-rank0.pt": lambda: tensors("rng-rank0.pt"),   # checked here; each process reads its own later
         "tokenizer": lambda: Tokenizer.from_file(checkpoint),
         "model.safetensors": lambda: normalise_keys(read_state_dict(checkpoint)),
     }
