@@ -15,6 +15,9 @@ from .pretraining.trainer import pretrain
 from .probe import (ablate, attention_map, attention_neurons, attention_rollout, contextuality, cosine_distances, fill_mask,
                     head_importance, head_types, load_probing_set, nearest_contexts, next_sentence, probe_layers,
                     saliency, sentence_embedding, word_vectors)
+from .probe.minimal_pairs import compare_fill
+from .probe.mixing import context_mixing, mixing_scoreboard
+from .probe.patching import patch
 from .tokenizer import Batch, Encoding, Tokenizer
 from .utils import set_seed
 
@@ -26,4 +29,4 @@ __all__ = ["BertConfig", "Tokenizer", "Encoding", "Batch", "Bert", "BertOutput",
            "mask_tokens", "make_pairs", "pretrain", "fill_mask", "next_sentence", "word_vectors",
            "cosine_distances", "sentence_embedding", "attention_rollout", "head_importance", "ablate", "saliency", "head_types",
            "contextuality", "nearest_contexts", "probe_layers", "load_probing_set", "attention_neurons",
-           "attention_map"]
+           "attention_map", "patch", "compare_fill", "context_mixing", "mixing_scoreboard"]

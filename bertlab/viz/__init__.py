@@ -14,11 +14,12 @@ from .figures import (ablation_figure, attention_grid, attention_heatmap, attent
                       training_curves)
 from .inspection import (contextuality_figure, head_types_figure, nearest_contexts_figure, nearest_contexts_html,
                          neuron_figure, probe_layers_figure, saliency_figure)
+from .intervention import fill_shift_figure, mixing_figure, patching_figure, scoreboard_figure
 from .neuron_view import neuron_view, neuron_view_html
 from .replay import SnapshotReplay, intra_similarity_figure, snapshot_figure
 from .export import export  # noqa: E402  (the function shadows its module: bertlab.viz.export(fig, "f.svg"))
 from .widgets import (AttentionExplorer, ContextExplorer, ContextSearch, EmbeddingSumExplorer, HeadAblation,
-                      MaskingLab, MaskPlayground, NeuronExplorer, NSPExplorer, SaliencyExplorer)
+                      MaskingLab, MaskPlayground, MinimalPairs, NeuronExplorer, NSPExplorer, SaliencyExplorer)
 
 __all__ = [
     # figures
@@ -27,11 +28,12 @@ __all__ = [
     "drift_by_layer", "projection_2d", "training_curves", "lr_schedule", "head_importance_figure", "ablation_figure",
     "neuron_figure", "saliency_figure", "head_types_figure", "contextuality_figure", "probe_layers_figure",
     "nearest_contexts_figure", "nearest_contexts_html", "snapshot_figure", "intra_similarity_figure", "export",
+    "patching_figure", "fill_shift_figure", "mixing_figure", "scoreboard_figure",
     # attention views (offline)
     "head_view", "model_view", "head_view_html", "model_view_html", "AttentionView", "neuron_view",
     "neuron_view_html",
     # live widgets
     "AttentionExplorer", "MaskPlayground", "MaskingLab", "EmbeddingSumExplorer", "NSPExplorer",
-    "ContextExplorer", "HeadAblation", "NeuronExplorer", "SaliencyExplorer", "ContextSearch",
+    "ContextExplorer", "HeadAblation", "NeuronExplorer", "SaliencyExplorer", "ContextSearch", "MinimalPairs",
     "SnapshotReplay",
 ]

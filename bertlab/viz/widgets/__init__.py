@@ -13,6 +13,7 @@ One module per lesson widget, on a shared base (base.py: the model menu, the mes
     NeuronExplorer(text, model)                 click a token: its q, each k, q × k, q·k and the softmax
     SaliencyExplorer(text, model)               a [MASK]'s attribution beside attention and rollout
     ContextSearch(text, word, model)            exBERT's search: corpus sentences using the word the same way
+    MinimalPairs(text_a, text_b, model)         one word changed: the [MASK] shift, then patching on a click
 
     w = AttentionExplorer("The river bank was muddy.", model="minilm")
     w.layer.value = 3                  # the heatmap now shows layer 3
@@ -36,8 +37,9 @@ from .embeddings import EmbeddingSumExplorer
 from .inspection import ContextSearch, NeuronExplorer, SaliencyExplorer
 from .masked_lm import MaskPlayground
 from .masking import MaskingLab
+from .minimal_pairs import MinimalPairs
 from .nsp import NSPExplorer
 
 __all__ = ["Widget", "AttentionExplorer", "MaskPlayground", "MaskingLab", "EmbeddingSumExplorer", "NSPExplorer",
-           "ContextExplorer", "HeadAblation", "NeuronExplorer", "SaliencyExplorer", "ContextSearch", "load_model", "model_options", "MODEL_NAMES", "DISPLAY_NAMES",
+           "ContextExplorer", "HeadAblation", "NeuronExplorer", "SaliencyExplorer", "ContextSearch", "MinimalPairs", "load_model", "model_options", "MODEL_NAMES", "DISPLAY_NAMES",
            "WITH_HEADS", "WIDE", "LOADED"]
