@@ -168,3 +168,20 @@ def test_context_mixing_refusals(mini, minilm):
         context_mixing(m, t, "The river bank.", position=3)
     mix = context_mixing(m, t, "The river bank.", position=3, measures=["attention", "norm", "value_zeroing"])
     assert mix.tokens[3] == "bank" and mix.target is None
+
+
+def test_the_stored_scoreboard_recomputes(mini):
+    # notebook 12 shows the stored scoreboard (98 sentences take minutes); two of its rows, recomputed here,
+    # must agree (rank correlations: a near-tie flipping on another CPU moves ρ by a few hundredths at most)
+    import json
+    from importlib import resources
+    model, tok = mini
+    stored = json.loads(resources.files("bertlab").joinpath("assets/patching/scoreboard.json").read_text())
+    assert len(stored["texts"]) >= 60 and set(stored["summary"]) == set(MEASURES)
+    for i in (0, len(stored["texts"]) - 1):
+        board = mixing_scoreboard(model, tok, [stored["texts"][i]])
+        for m in MEASURES:
+            assert board.per_text[m][0] == pytest.approx(stored["per_text"][m][i], abs=0.03), (i, m)
+    for m, s in stored["summary"].items():
+        rhos = torch.tensor(stored["per_text"][m], dtype=torch.float64)
+        assert s["mean"] == pytest.approx(float(rhos.mean()), abs=1e-9)

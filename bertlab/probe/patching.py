@@ -1,6 +1,7 @@
 """Activation patching: which activations *cause* a prediction, by moving them from one run into another.
 
-    p = patch(model, tok, "The fisherman sat on the river [MASK].", "The banker sat on the money [MASK].")
+    p = patch(model, tok, "He took his money to the [MASK] this morning.", "He took his boat to the [MASK] this morning.")
+    p.target            # 'bank': the clean run's top guess (read it first: the metric is log P of this word)
     p.effect            # (layers + 1, T): how much of the clean prediction each (layer, position) restores
     p.top(3)            # the three cells that matter most, with their labels
 

@@ -34,7 +34,7 @@ over) that no number of `steps` sees, so `delta` is the whole gap. It is kept so
 f is log P(target) at the single [MASK] for a masked-LM model (log-probability, not the logit: the
 softmax's competition with every other word is part of the prediction), and the chosen label's logit for a
 sequence classifier. The interpolation points run as batches of `CHUNK`, so integrated gradients with 16
-steps is one forward and one backward pass of 16 rows (and one plain forward each for f(x) and f(b)).
+steps is one forward and one backward pass of 18 rows: the 16 points, and x and b themselves for f(x) and f(b).
 """
 
 from __future__ import annotations
@@ -158,16 +158,22 @@ def saliency(model, tokenizer, text: str, target=None, method: str = "integrated
                 return readout(batch, bert)
 
         if method == "integrated_gradients":
-            with torch.no_grad():                             # f at both ends, and the top guess at x
-                at_x, at_b = scores_at(x)[0], scores_at(b)[0]                                  # (V,) each
-            tid = int(at_x.argmax()) if tid is None else tid
-            f_x, f_b = float(at_x[tid]), float(at_b[tid])
+            # One batch, one forward and one backward: the real input x and the baseline b ride along as rows 0
+            # and 1 (f at both ends, and the top guess at x when no target is given), the path points after
+            # them; only the path needs gradients. Chunks of CHUNK keep memory flat for many steps.
             alphas = (torch.arange(steps, dtype=torch.float32, device=x.device) + 0.5) / steps  # midpoints
             total = torch.zeros_like(x)
+            f_x = f_b = None
             with torch.enable_grad():                         # works inside a caller's torch.no_grad() too
                 for chunk in alphas.split(CHUNK):
                     path = (b + chunk.view(-1, 1, 1) * (x - b)).requires_grad_(True)           # (n, T, H)
-                    (grad,) = torch.autograd.grad(scores_at(path)[:, tid].sum(), path)
+                    rows = path if f_x is not None else torch.cat([x, b, path])                 # (2 + n, T, H)
+                    out = scores_at(rows)                                                       # (rows, V)
+                    if f_x is None:
+                        tid = int(out[0].argmax()) if tid is None else tid
+                        f_x, f_b = float(out[0, tid].detach()), float(out[1, tid].detach())
+                        out = out[2:]
+                    (grad,) = torch.autograd.grad(out[:, tid].sum(), path)
                     total += grad.sum(0, keepdim=True)
             scores = ((x - b) * total / steps).sum(-1)[0]                                      # (T,)
             delta = abs(float(scores.sum()) - (f_x - f_b))
