@@ -40,7 +40,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from . import _find_word
+from .word_vectors import find_word
 from .running import base_model, inference, max_length
 
 #: the hand-labelled probing sets shipped with bertlab (see its README.md)
@@ -125,7 +125,7 @@ def _token_span(tokenizer, sentence: str, target, enc, k: int) -> tuple[int, int
     if isinstance(target, str):
         pieces = tokenizer.tokenize(target) if target.strip() else []
         ids = [tokenizer.token_to_id(p) for p in pieces]
-        starts = _find_word(enc.input_ids, enc.word_ids, ids) if ids else []
+        starts = find_word(enc.input_ids, enc.word_ids, ids) if ids else []
         if not starts:
             raise ValueError(f"examples[{k}]: {target!r} is not a whole word of {sentence!r} (tokens "
                              f"{enc.tokens}): check the spelling, or give the word's index instead")
