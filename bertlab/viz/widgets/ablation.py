@@ -145,7 +145,7 @@ class HeadAblation(Widget):
         enc = self._encode(self.text.value)
         ablation = self._ablation
         if ablation is None or ablation.model is not self.model or ablation.enc.input_ids != enc.input_ids:
-            ablation = self._ablation = probe.Ablation(self.model, self.tok, self.text.value)
+            ablation = self._ablation = probe.Ablation(self.model, self.tokenizer, self.text.value)
             self.importance = self.importance_figure = None
             show_figure(self.importance_out, None)
         self.effect = effect = ablation.effect(self.ablated, top_k=self.top_k)
@@ -179,6 +179,6 @@ class HeadAblation(Widget):
     def rank_heads(self) -> None:
         """Score every head alone with `probe.head_importance` (L × heads forward passes) and show it."""
         self._encode(self.text.value)
-        self.importance = probe.head_importance(self.model, self.tok, self.text.value)
+        self.importance = probe.head_importance(self.model, self.tokenizer, self.text.value)
         self.importance_figure = F.head_importance_figure(self.importance)
         show_figure(self.importance_out, self.importance_figure)

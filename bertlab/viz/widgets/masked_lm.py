@@ -104,20 +104,20 @@ class MaskPlayground(Widget):
         self.tokens_list = []
         self.tokens.options = []
         self.tokens.value = None
-        if self.tok is None or not self.text.value.strip():
+        if self.tokenizer is None or not self.text.value.strip():
             return
-        enc = self.tok(self.text.value)
+        enc = self.tokenizer(self.text.value)
         self.tokens_list = enc.tokens
         if len(enc) > self._limit():
             return                                          # _update says what is wrong
         self._enc = enc
         self.tokens.options = [(t, i) for i, t in enumerate(enc.tokens) if 0 < i < len(enc) - 1]
-        special = {self.tok.cls_id, self.tok.sep_id, self.tok.pad_id}
+        special = {self.tokenizer.cls_id, self.tokenizer.sep_id, self.tokenizer.pad_id}
         # the position asked for, else the text's own [MASK], else the position masked before
         if isinstance(self._initial_mask, str):
             self._initial_mask = next((i for i, t in enumerate(enc.tokens) if t in (self._initial_mask,
                                        self._initial_mask.lower())), None)
-        in_text = next((i for i, t in enumerate(enc.input_ids) if t == self.tok.mask_id), None)
+        in_text = next((i for i, t in enumerate(enc.input_ids) if t == self.tokenizer.mask_id), None)
         choice = next((c for c in (self._initial_mask, in_text, keep)
                        if c is not None and 0 < c < len(enc) - 1), None)
         self._initial_mask = None
@@ -138,7 +138,7 @@ class MaskPlayground(Widget):
             show_figure(self.layers_out, None)
             self.say("click a token to hide it behind [MASK]")
             return
-        self.result = probe.fill_mask(self.model, self.tok, self.text.value, top_k=self.top_k.value,
+        self.result = probe.fill_mask(self.model, self.tokenizer, self.text.value, top_k=self.top_k.value,
                                       by_layer=True, positions=[i])
         self.figure = F.fill_mask_figure(self.result)
         self.layers_figure = F.fill_mask_layers_figure(self.result)

@@ -50,6 +50,6 @@ class NSPExplorer(Widget):
         self._encode(a, what="sentence A")
         self._encode(b, what="sentence B")
         self._encode(a, b, what="pair A + B")
-        self.probability = probe.next_sentence(self.model, self.tok, a, b)
+        self.probability = probe.next_sentence(self.model, self.tokenizer, a, b)
         self.figure = F.nsp_figure(self.probability, a, b)
         show_figure(self.out, self.figure)
