@@ -25,7 +25,7 @@ from .ablation import Ablation, AblationEffect, HeadImportance, ablate, head_imp
 from .attention_maps import AttentionMap, attention_map, merge_word_pieces, word_groups
 from .contextuality import Contextuality, contextuality
 from .cosine import cosine_distances
-from .fill_mask import FillMask, Guess, fill_mask
+from .fill_mask import FillMask, Guess, GuessChange, fill_mask
 from .head_types import HeadTypes, head_types
 from .layers import LayerProbe, load_probing_set, probe_layers
 from .nearest import NearestContexts, nearest_contexts
@@ -40,7 +40,7 @@ from .word_vectors import word_vectors
 
 __all__ = [
     # masked words, sentence pairs, vectors
-    "fill_mask", "FillMask", "Guess", "next_sentence", "word_vectors", "cosine_distances", "sentence_embedding",
+    "fill_mask", "FillMask", "Guess", "GuessChange", "next_sentence", "word_vectors", "cosine_distances", "sentence_embedding",
     # attention
     "attention_map", "AttentionMap", "word_groups", "merge_word_pieces", "attention_rollout",
     "attention_neurons", "AttentionNeurons",

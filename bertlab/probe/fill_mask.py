@@ -5,20 +5,48 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, fields
 
 import torch
 
+from ..deprecation import warn_renamed
 from .running import base_model, inference, max_length, mlm_head
 
-__all__ = ["Guess", "FillMask", "fill_mask"]
+__all__ = ["Guess", "GuessChange", "FillMask", "fill_mask"]
 
 
 @dataclass
 class Guess:
+    """One guess for a [MASK]: the token and the probability the model gives it.
+
+    It unpacks like the (token, probability) pair it replaced: `for token, p in guesses`.
+    """
     token: str
     probability: float
+
+    def __iter__(self) -> Iterator:
+        return iter((self.token, self.probability))
+
+    def __getitem__(self, i: int):
+        warn_renamed(f"{type(self).__name__}[{i}]", f"the named fields ({', '.join(f.name for f in fields(self))})")
+        return tuple(self)[i]
+
+
+@dataclass
+class GuessChange:
+    """One token's probability at a [MASK] before and after an intervention (`AblationEffect.compared`).
+
+    It unpacks like the (token, before, after) triple it replaced.
+    """
+    token: str
+    before: float          # every head on
+    after: float           # the chosen heads off
+
+    def __iter__(self) -> Iterator:
+        return iter((self.token, self.before, self.after))
+
+    __getitem__ = Guess.__getitem__
 
 
 @dataclass

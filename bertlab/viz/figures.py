@@ -31,6 +31,7 @@ from ..deprecation import renamed_arguments
 from ..model.bert import BertOutput
 from ..model.heads import IGNORE
 from ..probe.attention_maps import AttentionMap, attention_map
+from ..probe.fill_mask import GuessChange
 from .context_figures import cosine_matrix, drift_by_layer, projection_2d
 from .look import (COLORS, DIVERGING, EMBEDDING_PARTS, LAYOUT, PALETTE, SEQUENTIAL, as_float, check_index,
                    check_tokens, finish, shorten, token_labels)
@@ -415,12 +416,13 @@ def ablation_figure(effect) -> go.Figure:
                       xaxis=dict(title="token", tickangle=45),
                       yaxis=dict(title="cosine distance from all heads on", rangemode="tozero"),
                       width=max(520, 26 * len(labels) + 160), height=420)
-    tokens = [t for t, _, _ in effect.compared]
+    rows = [GuessChange(*row) for row in effect.compared]             # (token, before, after) triples work too
+    tokens = [row.token for row in rows]
     labels = token_labels(tokens)
     fig = go.Figure()
-    series = (("every head on", 1, PALETTE["mlm"]), (f"off: {off}", 2, PALETTE["notnext"]))
+    series = (("every head on", "before", PALETTE["mlm"]), (f"off: {off}", "after", PALETTE["notnext"]))
     for name, column, color in series:
-        fig.add_trace(go.Bar(x=[row[column] for row in effect.compared], y=labels, orientation="h", name=name,
+        fig.add_trace(go.Bar(x=[getattr(row, column) for row in rows], y=labels, orientation="h", name=name,
                              marker_color=color, customdata=tokens,
                              hovertemplate=f"%{{customdata}}, {name}: p = %{{x:.3f}}<extra></extra>"))
     return finish(fig, f"the guess for [MASK] with heads switched off ({off})", barmode="group",

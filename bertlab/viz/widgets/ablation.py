@@ -51,8 +51,8 @@ class HeadAblation(Widget):
         self.importance_out = W.Output()
         self.importance: probe.HeadImportance | None = None
         self.importance_figure: go.Figure | None = None
-        self.predictions: list[tuple[str, float]] | None = None
-        self.baseline: list[tuple[str, float]] | None = None
+        self.predictions: list[probe.Guess] | None = None
+        self.baseline: list[probe.Guess] | None = None
         self.change: torch.Tensor | None = None
         self.effect: probe.AblationEffect | None = None
         self._ablation: probe.Ablation | None = None     # the text's run with every head on, kept
@@ -154,9 +154,10 @@ class HeadAblation(Widget):
         if effect.metric == "prediction":
             self._offer_switch(False)
             self.baseline, self.predictions, self.change = effect.baseline, effect.guesses, None
-            (b_tok, b_p), (a_tok, a_p) = self.baseline[0], self.predictions[0]
+            before, after = self.baseline[0], self.predictions[0]
             self.summary.value = html.escape(
-                f"top guess with every head on: {b_tok} ({b_p:.3f}); heads off ({off}): {a_tok} ({a_p:.3f})",
+                f"top guess with every head on: {before.token} ({before.probability:.3f}); heads off ({off}): "
+                f"{after.token} ({after.probability:.3f})",
                 quote=False)
             if len(effect.mask_positions) > 1:
                 self.say("the text has several [MASK]s: the guesses shown are for the first")
