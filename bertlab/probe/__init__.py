@@ -27,7 +27,7 @@ from .contextuality import Contextuality, contextuality
 from .cosine import cosine_distances
 from .fill_mask import FillMask, Guess, GuessChange, fill_mask
 from .head_types import HeadTypes, head_types
-from .layers import LayerProbe, load_probing_set, probe_layers
+from .layers import LayerProbe, ProbingSet, load_probing_set, probe_layers
 from .nearest import NearestContexts, nearest_contexts
 from .neurons import AttentionNeurons, attention_neurons
 from .next_sentence import next_sentence
@@ -46,7 +46,7 @@ __all__ = [
     "attention_neurons", "AttentionNeurons",
     # inspection
     "saliency", "Saliency", "head_types", "HeadTypes", "contextuality", "Contextuality", "nearest_contexts",
-    "NearestContexts", "probe_layers", "LayerProbe", "load_probing_set",
+    "NearestContexts", "probe_layers", "LayerProbe", "load_probing_set", "ProbingSet",
     # interventions
     "ablate", "Ablation", "AblationEffect", "HeadImportance", "head_importance",
     # running a model for a probe

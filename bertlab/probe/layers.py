@@ -33,13 +33,14 @@ import hashlib
 import re
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+from ..deprecation import warn_renamed
 from .word_vectors import find_word
 from .running import base_model, inference, max_length
 
@@ -92,8 +93,28 @@ def read_senses_file(path) -> list[tuple[str, str, str]]:
     return rows
 
 
-def load_probing_set(name: str) -> tuple[list[tuple[str, int | str]], list[str]]:
-    """(examples, labels) from a probing set shipped in bertlab/assets/probing/, ready for `probe_layers`.
+@dataclass
+class ProbingSet:
+    """A probing set: `examples[i]` (a sentence and which token or word to read) is labelled `labels[i]`.
+
+    It unpacks as the pair it is: `examples, labels = load_probing_set("pos")`.
+    """
+    examples: list[tuple[str, int | str]]
+    labels: list[str]
+
+    def __iter__(self) -> Iterator:
+        return iter((self.examples, self.labels))
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def __getitem__(self, i: int):
+        warn_renamed(f"load_probing_set(...)[{i}]", "its named fields .examples and .labels")
+        return tuple(self)[i]
+
+
+def load_probing_set(name: str) -> ProbingSet:
+    """A probing set shipped in bertlab/assets/probing/ (examples and labels), ready for `probe_layers`.
 
     "pos": one example per token of 260 hand-tagged sentences, (sentence with spaces between tokens,
     token index) → its Universal POS tag, e.g. ("I watch the watch on his wrist .", 3) → "NOUN".
@@ -108,10 +129,11 @@ def load_probing_set(name: str) -> tuple[list[tuple[str, int | str]], list[str]]
             for i, (_, tag) in enumerate(sentence):
                 examples.append((text, i))
                 labels.append(tag)
-        return examples, labels
+        return ProbingSet(examples, labels)
     if name == "senses":
         rows = read_senses_file(PROBING_DIR / "senses.tsv")
-        return [(sentence, word) for word, _, sentence in rows], [f"{word}/{sense}" for word, sense, _ in rows]
+        return ProbingSet([(sentence, word) for word, _, sentence in rows],
+                          [f"{word}/{sense}" for word, sense, _ in rows])
     raise ValueError(f"no probing set named {name!r}: choose 'pos' (part of speech) or 'senses' (word senses)")
 
 

@@ -1,7 +1,7 @@
 """MaskPlayground (notebook 04): click a token to hide it behind [MASK] → the model's guesses, layer by layer.
 
     w = MaskPlayground("She deposited her money in the bank.", mask="bank")
-    w.predictions                      # [("bank", 0.6...), ...]: the top-k for the hidden token
+    w.predictions                      # [Guess("bank", 0.6...), ...]: the top-k for the hidden token
     w.mask("money")                    # hide another one (a position or a token)
 """
 
@@ -23,7 +23,7 @@ class MaskPlayground(Widget):
     The click replaces that token's id with [MASK] (no re-tokenizing), runs the model once and reads every
     layer's hidden state at that position through the MLM head. `mask(i)` does the same from Python
     (i = token position, as in `tokens_list`, or a token such as "bank"); `mask=` picks the first one.
-    `result` is a `probe.FillMask`, `predictions` its top-k as (token, probability).
+    `result` is a `probe.FillMask`, `predictions` its top-k as `Guess`es (token, probability).
     """
 
     default_model = "bertlab-mini"
@@ -50,11 +50,11 @@ class MaskPlayground(Widget):
         self._run(self._new_text)
 
     @property
-    def predictions(self) -> list[tuple[str, float]] | None:
-        """The top-k guesses for the masked token as (token, probability), most probable first."""
+    def predictions(self) -> list[probe.Guess] | None:
+        """The top-k guesses for the masked token (`Guess`: token, probability), most probable first."""
         if self.result is None:
             return None
-        return [(g.token, g.probability) for g in self.result.guesses[0]]
+        return list(self.result.guesses[0])
 
     @property
     def masked(self) -> int | None:
