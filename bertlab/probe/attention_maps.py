@@ -126,7 +126,7 @@ def _run(model, tokenizer, text, text_pair) -> _Run:
 def attention_map(model, tokenizer, text: str | None = None, *, layer=0, head=0, reduce: str = "mean",
                   words: bool = False, hide_special: bool = False, threshold: float = 0.0, batch_index: int = 0,
                   text_pair: str | None = None) -> AttentionMap:
-    """The attention to draw, chosen and combined as the module docstring describes.
+    """What a heatmap of attention shows for one text: one head, a layer's heads combined, or all; per word if asked.
 
     Like every probe, `attention_map(model, tokenizer, text, text_pair=None, ...)` runs the model on the
     text. For attention already computed, call it as `attention_map(out, tokens, ...)`: `out` a model output

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 import torch
 
 from ..model.bert import Bert, BertOutput
-from ..model.heads import BertForMaskedLM, BertForPreTraining
+from ..model.heads import BertForMaskedLM, BertForPreTraining, BertLMPredictionHead
 
 __all__ = ["inference", "base_model", "has_mlm_head", "has_nsp_head", "mlm_head", "max_length", "run",
            "attention_weights", "embedding_parts"]
@@ -70,7 +70,7 @@ def has_nsp_head(model) -> bool:
     return isinstance(model, BertForPreTraining)
 
 
-def mlm_head(model):
+def mlm_head(model) -> BertLMPredictionHead:
     """The masked-LM head (`cls.predictions`: hidden state → vocabulary logits), or a ValueError that says why not."""
     if has_mlm_head(model):
         return model.cls.predictions
