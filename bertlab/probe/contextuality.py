@@ -1,6 +1,6 @@
 """How contextual are the vectors? Ethayarajh (2019)'s three measures, layer by layer, with their baselines.
 
-    c = contextuality(model, tok, sentences)
+    c = contextuality(model, tokenizer, sentences)
     c.self_similarity          # per layer: how alike one word's vectors are across its contexts
     c.adjusted("self_similarity")   # minus the anisotropy baseline
 

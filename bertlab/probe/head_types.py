@@ -1,6 +1,6 @@
 """Head types: what each attention head mostly looks at (Clark, Khandelwal, Levy & Manning 2019).
 
-    ht = head_types(model, tok, sentences)
+    ht = head_types(model, tokenizer, sentences)
     ht.share["[SEP]"]         # (layers, heads): average attention each head puts on [SEP]
     ht.labels[3][5]           # "[SEP]", "previous", "broad", ...
 

@@ -1,7 +1,7 @@
 """Which layer knows what? A linear probe per layer, trained on frozen word vectors.
 
     examples, labels = load_probing_set("pos")           # ("I watch the watch .", 3) → "NOUN", …
-    r = probe_layers(model, tok, examples, labels)
+    r = probe_layers(model, tokenizer, examples, labels)
     print(r)                                              # held-out accuracy per layer, and the baseline
     r.accuracy[r.best_layer]
 

@@ -1,6 +1,6 @@
 """Nearest contexts: which corpus sentences use a word the way this sentence does?
 
-    r = nearest_contexts(model, tok, "He sat on the bank of the river.", "bank", k=5)
+    r = nearest_contexts(model, tokenizer, "He sat on the bank of the river.", "bank", k=5)
     print(r)                      # 0.912  The geese sat on the grassy [[bank]] of the river. …
     r.hits[0].sentence, r.hits[0].char_span, r.hits[0].cosine
 

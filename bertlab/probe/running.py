@@ -6,7 +6,7 @@ are the few things every probe (and every widget built on the probes) needs:
     with inference(model): ...                 # no dropout, no autograd; each module's own mode comes back
     base_model(model)                          # the Bert inside a BertForPreTraining (or the Bert itself)
     has_mlm_head(model), has_nsp_head(model)   # can it fill in [MASK]? judge a sentence pair?
-    max_length(model, tok)                     # the longest input (in tokens) both take
+    max_length(model, tokenizer)                    # the longest input (in tokens) both take
     run(model, enc, output_attentions=True)    # the encoder's BertOutput for one encoded text
     attention_weights(model, batch)            # every layer's (B, heads, T, T), any model that returns them
     embedding_parts(model, enc)                # the input embeddings only: token, segment, position, sum, normed

@@ -1,7 +1,7 @@
 """NSPExplorer (notebook 05): sentence A, sentence B → P(IsNext), the NSP head's verdict on the pair.
 
     w = NSPExplorer("It rained all day.", "The river rose.")
-    w.probability                      # probe.next_sentence(model, tok, a, b)
+    w.probability                      # probe.next_sentence(model, tokenizer, a, b)
     w.swap.click()                     # B before A: usually less likely
 """
 
