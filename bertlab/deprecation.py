@@ -38,7 +38,7 @@ def renamed_arguments(**old_to_new: str) -> Callable[[Callable], Callable]:
                 if old in kwargs:
                     if new in kwargs:
                         raise TypeError(f"{fn.__qualname__}() got both {old}= (its old name) and {new}=: pass only {new}=")
-                    warn_renamed(f"{fn.__qualname__}({old}=...)", f"{new}=", stacklevel=3)
+                    warn_renamed(f"{fn.__qualname__}({old}=...)", f"{new}= (or pass it by position)", stacklevel=3)
                     kwargs[new] = kwargs.pop(old)
             return fn(*args, **kwargs)
         return wrapper

@@ -218,3 +218,27 @@ def test_head_view_html_with_the_pair_start_by_position_warns(minilm):
     with pytest.warns(DeprecationWarning, match="sentence_b_start= by keyword"):
         html = head_view_html(out, enc.tokens, b_start)
     assert '"rained"' in html
+
+
+def test_attention_rollout_runs_the_model_like_every_probe(minilm, no_deprecations):
+    model, tokenizer = minilm
+    with torch.no_grad():
+        out = model(**tokenizer(TEXT), output_attentions=True)
+    assert torch.allclose(probe.attention_rollout(model, tokenizer, TEXT), probe.attention_rollout(out), atol=1e-6)
+    with pytest.raises(ValueError, match="passed alone"):
+        probe.attention_rollout(out.attentions, tokenizer, TEXT)
+
+
+def test_the_old_keyword_and_positional_forms_of_the_attention_probes_warn(minilm):
+    model, tokenizer = minilm
+    enc = tokenizer(TEXT)
+    with torch.no_grad():
+        out = model(**enc, output_attentions=True)
+    with pytest.warns(DeprecationWarning, match="add_residual= by keyword"):
+        old = probe.attention_rollout(out.attentions, False)
+    assert torch.equal(old, probe.attention_rollout(out.attentions, add_residual=False))
+    with pytest.warns(DeprecationWarning, match=r"attention_rollout\(attentions=...\)"):
+        assert torch.equal(probe.attention_rollout(attentions=out), probe.attention_rollout(out))
+    with pytest.warns(DeprecationWarning, match=r"attention_map\((attentions|tokens)=...\)"):
+        old = probe.attention_map(attentions=out, tokens=enc.tokens, layer=1)
+    assert torch.equal(old.weights, probe.attention_map(out, enc.tokens, layer=1).weights)

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 
 import torch
 
-from ..deprecation import warn_renamed
+from ..deprecation import renamed_arguments, warn_renamed
 from ..inputs import check_tokens
-from .running import attention_weights, max_length
+from .running import text_attention
 
 __all__ = ["AttentionMap", "attention_map", "word_groups", "merge_word_pieces", "SPECIAL_TOKENS"]
 
@@ -107,22 +107,7 @@ def _describe(chosen: list[int], n: int, what: str) -> str:
     return f"{what}s {', '.join(map(str, chosen))}"
 
 
-@dataclass
-class _Run:
-    attentions: tuple[torch.Tensor, ...]
-    tokens: list[str]
-
-
-def _run(model, tokenizer, text, text_pair) -> _Run:
-    """Run `model` on one text (or pair): its attentions and tokens."""
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError(f"text is {text!r}: pass the sentence whose attention to show")
-    if text_pair is not None and (not isinstance(text_pair, str) or not text_pair.strip()):
-        raise ValueError(f"text_pair is {text_pair!r}: pass the second sentence, or leave it out")
-    enc = tokenizer(text, text_pair, max_length=max_length(model, tokenizer))
-    return _Run(attention_weights(model, enc.to_tensors()), list(enc.tokens))
-
-
+@renamed_arguments(attentions="model", tokens="tokenizer")
 def attention_map(model, tokenizer, text: str | None = None, *, layer=0, head=0, reduce: str = "mean",
                   words: bool = False, hide_special: bool = False, threshold: float = 0.0, batch_index: int = 0,
                   text_pair: str | None = None) -> AttentionMap:
@@ -137,7 +122,7 @@ def attention_map(model, tokenizer, text: str | None = None, *, layer=0, head=0,
     `threshold` set to 0.
     """
     if isinstance(model, torch.nn.Module):
-        out, tokens = _run(model, tokenizer, text, text_pair), None
+        out, tokens = text_attention(model, tokenizer, text, text_pair), None
     else:
         out, tokens = model, tokenizer
         if text_pair is not None:

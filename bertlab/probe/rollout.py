@@ -1,6 +1,7 @@
 """Attention rollout: attention multiplied through the layers, a rough map of where information flows.
 
-    attention_rollout(model(**enc, output_attentions=True))                 # (B, T, T)
+    attention_rollout(model, tokenizer, "The river bank was muddy.")       # (1, T, T), like every probe
+    attention_rollout(model(**enc, output_attentions=True))                 # (B, T, T), from an output
 """
 
 from __future__ import annotations
@@ -9,12 +10,16 @@ from collections.abc import Sequence
 
 import torch
 
+from ..deprecation import renamed_arguments, warn_renamed
 from ..model.bert import BertOutput
+from .running import text_attention
 
 __all__ = ["attention_rollout"]
 
 
-def attention_rollout(attentions, add_residual: bool = True, head_fusion: str = "mean") -> torch.Tensor:
+@renamed_arguments(attentions="model")
+def attention_rollout(model, tokenizer=None, text: str | None = None, *, add_residual: bool = True,
+                      head_fusion: str = "mean", text_pair: str | None = None) -> torch.Tensor:
     """Attention rollout (Abnar & Zuidema 2020): how much each output position draws on each input token.
 
     Per layer the heads are fused (mean, or max/min), the residual connection is added as 0.5·A + 0.5·I
@@ -22,9 +27,22 @@ def attention_rollout(attentions, add_residual: bool = True, head_fusion: str = 
     from the bottom up: R = Â_L ⋯ Â_2 Â_1. Row i of the (B, T, T) result sums to 1. It ignores the values
     and the feed-forward blocks, so read it as a rough map of information flow, not an attribution.
 
-    `attentions` is `BertOutput.attentions` (L tensors of (B, heads, T, T), from `output_attentions=True`),
-    a stacked (L, B, heads, T, T) tensor, or a `BertOutput` (or a head's output holding one).
+    Like every probe, `attention_rollout(model, tokenizer, text, text_pair=None)` runs the model on the
+    text. For attention already computed, pass it alone: `BertOutput.attentions` (L tensors of
+    (B, heads, T, T), from `output_attentions=True`), a stacked (L, B, heads, T, T) tensor, or a
+    `BertOutput` (or a head's output holding one).
     """
+    if isinstance(model, torch.nn.Module):
+        attentions = text_attention(model, tokenizer, text, text_pair).attentions
+    else:
+        attentions = model
+        if isinstance(tokenizer, bool):          # the old layout attention_rollout(attentions, add_residual)
+            warn_renamed("attention_rollout(attentions, add_residual) with add_residual by position",
+                         "add_residual= by keyword")
+            add_residual, tokenizer = tokenizer, None
+        if tokenizer is not None or text is not None or text_pair is not None:
+            raise ValueError("a tokenizer and text go with a model: attention_rollout(model, tokenizer, text); "
+                             "attention already computed is passed alone")
     if isinstance(getattr(attentions, "bert", None), BertOutput):      # a head's output
         attentions = attentions.bert
     if isinstance(attentions, BertOutput):
