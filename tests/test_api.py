@@ -218,6 +218,8 @@ def test_head_view_html_with_the_pair_start_by_position_warns(minilm):
     with pytest.warns(DeprecationWarning, match="sentence_b_start= by keyword"):
         html = head_view_html(out, enc.tokens, b_start)
     assert '"rained"' in html
+    with pytest.warns(DeprecationWarning, match=r"head_view_html\((attentions|tokens)=...\)"):
+        assert '"rained"' in head_view_html(attentions=out, tokens=enc.tokens, sentence_b_start=b_start)
 
 
 def test_attention_rollout_runs_the_model_like_every_probe(minilm, no_deprecations):

@@ -208,6 +208,7 @@ def _attention_source(fn: str, model, tokenizer, text, text_pair, sentence_b_sta
     return model, tokenizer, sentence_b_start
 
 
+@renamed_arguments(attentions="model", tokens="tokenizer")
 def head_view_html(model, tokenizer, text: str | None = None, text_pair: str | None = None, *, layer=None,
                    heads=None, sentence_b_start: int | None = None,
                    max_tokens: int | None = BERTVIZ_MAX_TOKENS) -> str:
@@ -231,6 +232,7 @@ def head_view_html(model, tokenizer, text: str | None = None, text_pair: str | N
     return _offline(view.data, "head_view")
 
 
+@renamed_arguments(attentions="model", tokens="tokenizer")
 def model_view_html(model, tokenizer, text: str | None = None, text_pair: str | None = None, *, layers=None,
                     heads=None, display_mode: str = "dark", sentence_b_start: int | None = None,
                     max_tokens: int | None = BERTVIZ_MAX_TOKENS) -> str:
