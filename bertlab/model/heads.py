@@ -210,7 +210,10 @@ class _Classifier(_Head):
 
 
 class BertForSequenceClassification(_Classifier):
-    """pooled [CLS] output → dropout → linear. One label: regression (MSE); more: classes (cross-entropy)."""
+    """Classify a text or a pair: pooled [CLS] output → dropout → linear.
+
+    One label: regression (MSE); more: classes (cross-entropy).
+    """
 
     def loss(self, logits, labels):
         if self.num_labels == 1:
@@ -220,7 +223,10 @@ class BertForSequenceClassification(_Classifier):
 
 
 class BertForTokenClassification(_Classifier):
-    """Each token's state → dropout → linear: tagging (NER, POS). Label a word's first piece; -100 the rest."""
+    """Tag every token (NER, POS): each token's state → dropout → linear.
+
+    Label a word's first piece; -100 the rest.
+    """
     pooled = False
 
     def loss(self, logits, labels):
@@ -230,7 +236,9 @@ class BertForTokenClassification(_Classifier):
 
 
 class BertForMultipleChoice(_Classifier):
-    """SWAG: each of a question's C endings is read with the context as one sequence, its pooled [CLS] gets
+    """Pick one of C endings (SWAG).
+
+    Each of a question's C endings is read with the context as one sequence, its pooled [CLS] gets
     one score, and the loss is cross-entropy across the C scores. Inputs (B, C, T) → logits (B, C); the
     output's `.bert` holds the encoder's view of the B·C flattened sequences."""
 
