@@ -244,3 +244,18 @@ def test_the_old_keyword_and_positional_forms_of_the_attention_probes_warn(minil
     with pytest.warns(DeprecationWarning, match=r"attention_map\((attentions|tokens)=...\)"):
         old = probe.attention_map(attentions=out, tokens=enc.tokens, layer=1)
     assert torch.equal(old.weights, probe.attention_map(out, enc.tokens, layer=1).weights)
+
+
+def test_each_deprecation_points_at_the_caller_s_line(minilm):
+    """Python shows a DeprecationWarning by default only when it is attributed to the caller's own code."""
+    model, tokenizer = minilm
+    enc = tokenizer(TEXT)
+    with torch.no_grad():
+        out = model(**enc, output_attentions=True)
+    calls = [lambda: probe.attention_map(out, enc.tokens, 1), lambda: probe.attention_rollout(out, False),
+             lambda: probe.attention_map(attentions=out, tokens=enc.tokens), lambda: probe.Guess("a", 0.5)[0],
+             lambda: bertlab.load_probing_set("pos")[1]]
+    for call in calls:
+        with pytest.warns(DeprecationWarning) as record:
+            call()
+        assert {Path(w.filename).name for w in record} == {Path(__file__).name}

@@ -128,7 +128,8 @@ def attention_map(model, tokenizer, text: str | None = None, *, layer=0, head=0,
         if text_pair is not None:
             raise ValueError("text_pair needs a model: attention_map(model, tokenizer, text, text_pair=...)")
         if text is not None:         # the old layout attention_map(out, tokens, layer) put the layer third
-            warn_renamed("attention_map(out, tokens, layer) with the layer by position", "layer= by keyword")
+            warn_renamed("attention_map(out, tokens, layer) with the layer by position", "layer= by keyword",
+                         stacklevel=4)          # warn_renamed, attention_map, its wrapper, the caller
             layer = text
     attentions = getattr(out, "attentions", out)
     if attentions is None and hasattr(out, "bert"):          # bertlab's heads keep the encoder's output at .bert

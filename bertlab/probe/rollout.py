@@ -38,7 +38,7 @@ def attention_rollout(model, tokenizer=None, text: str | None = None, *, add_res
         attentions = model
         if isinstance(tokenizer, bool):          # the old layout attention_rollout(attentions, add_residual)
             warn_renamed("attention_rollout(attentions, add_residual) with add_residual by position",
-                         "add_residual= by keyword")
+                         "add_residual= by keyword", stacklevel=4)     # past the renamed_arguments wrapper
             add_residual, tokenizer = tokenizer, None
         if tokenizer is not None or text is not None or text_pair is not None:
             raise ValueError("a tokenizer and text go with a model: attention_rollout(model, tokenizer, text); "

@@ -203,7 +203,7 @@ def _attention_source(fn: str, model, tokenizer, text, text_pair, sentence_b_sta
         if sentence_b_start is not None:
             raise TypeError(f"{fn}() got sentence_b_start twice (by position and by keyword)")
         warn_renamed(f"{fn}(attentions, tokens, sentence_b_start) with sentence_b_start by position",
-                     "sentence_b_start= by keyword", stacklevel=4)
+                     "sentence_b_start= by keyword", stacklevel=5)  # via _attention_source, the view, its wrapper
         sentence_b_start = text
     return model, tokenizer, sentence_b_start
 
