@@ -122,7 +122,8 @@ def attention_map(model, tokenizer, text: str | None = None, *, layer=0, head=0,
     `threshold` set to 0.
     """
     if isinstance(model, torch.nn.Module):
-        out, tokens = text_attention(model, tokenizer, text, text_pair), None
+        out = text_attention(model, tokenizer, text, text_pair)
+        tokens = out.tokens
     else:
         out, tokens = model, tokenizer
         if text_pair is not None:
@@ -138,8 +139,6 @@ def attention_map(model, tokenizer, text: str | None = None, *, layer=0, head=0,
             isinstance(a, torch.Tensor) and a.dim() == 4 for a in attentions):
         raise ValueError("attentions must be a model output run with output_attentions=True (or its .attentions: "
                          "one (B, heads, T, T) tensor per layer); or call attention_map(model, tokenizer, text)")
-    if tokens is None:
-        tokens = out.tokens
     if reduce not in REDUCE:
         raise ValueError(f"reduce must be one of {REDUCE}, got {reduce!r}")
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or threshold < 0:
