@@ -233,11 +233,11 @@ def run_case(build, name: str, interactions: int, warmup: int) -> dict:
 
 def _tokens(w) -> int | str:
     if hasattr(w, "text"):
-        return len(w.tok(w.text.value, getattr(w, "text_pair", None) and w.text_pair.value or None))
+        return len(w.tokenizer(w.text.value, getattr(w, "text_pair", None) and w.text_pair.value or None))
     if hasattr(w, "a"):
-        return len(w.tok(w.a.value, w.b.value))
+        return len(w.tokenizer(w.a.value, w.b.value))
     if hasattr(w, "contexts"):
-        return "/".join(str(len(w.tok(s))) for s in w.contexts)
+        return "/".join(str(len(w.tokenizer(s))) for s in w.contexts)
     return "?"
 
 

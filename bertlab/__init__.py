@@ -1,8 +1,8 @@
 """bertlab: a compact, inspectable BERT in plain PyTorch, and the notebooks that teach it.
 
     import bertlab
-    model, tok = bertlab.load("minilm")
-    out = model(**tok("The river bank was muddy."), output_attentions=True)
+    model, tokenizer = bertlab.load("minilm")
+    out = model(**tokenizer("The river bank was muddy."), output_attentions=True)
 """
 
 from .checkpoint import load, save

@@ -30,7 +30,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 from .config import BertConfig, read_config_json
-from .model.bert import Bert
+from .model.bert import Bert, BertModule
 from .utils import default_device
 from .model.heads import (HEADS, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
                           BertForSequenceClassification, BertForTokenClassification)
@@ -327,9 +327,12 @@ def resolve(name_or_path: str | os.PathLike) -> Path:
     return path
 
 
-def load(name_or_path: str | os.PathLike, device=None, model_class: type | None = None, **head_kwargs):
-    """`(model, tokenizer)` from `"bertlab-tiny"`, `"bertlab-mini"`, `"minilm"`, a bertlab save, a HuggingFace BERT
-    directory, or a HuggingFace hub id (`"bert-base-uncased"`, cached or downloaded through hub.py).
+def load(name_or_path: str | os.PathLike, device=None, model_class: type | None = None,
+         **head_kwargs) -> tuple[BertModule, Tokenizer]:
+    """Load a trained BERT and its tokenizer: `(model, tokenizer)`.
+
+    From `"bertlab-tiny"`, `"bertlab-mini"`, `"minilm"`, a bertlab save, a HuggingFace BERT directory, or a
+    HuggingFace hub id (`"bert-base-uncased"`, cached or downloaded through hub.py).
 
     The model class follows the checkpoint (its config's `architectures`, else its keys): a bare encoder
     gives `Bert`, MLM + NSP weights give `BertForPreTraining`. Pass `model_class=BertForSequenceClassification`

@@ -46,6 +46,11 @@ MAX_CONFIG_BYTES = 16 << 20
 
 @dataclass
 class BertConfig:
+    """A BERT's sizes and switches, with HuggingFace's field names so a `config.json` maps 1:1.
+
+    `BertConfig.preset("mini")` for the paper's sizes (tiny … large); an impossible combination (hidden
+    size not divisible by the heads) is a ValueError that says so.
+    """
     vocab_size: int = 30522             # WordPiece vocabulary, specials included
     hidden_size: int = 768              # H: width of the residual stream
     num_hidden_layers: int = 12         # L: encoder layers

@@ -244,3 +244,45 @@ def test_classifier_needs_a_pooler(odd_config):
 def test_a_head_needs_a_bert_or_a_config():
     with pytest.raises(ValueError, match="expected a Bert or a BertConfig, got dict"):
         BertForPreTraining({"hidden_size": 32})
+
+
+# ---- the encoder's outputs where transformers users look for them ---------------------------------
+
+HEAD_CASES = {
+    "pretraining": (BertForPreTraining, {}),
+    "masked_lm": (BertForMaskedLM, {}),
+    "sequence": (BertForSequenceClassification, {"num_labels": 3}),
+    "token": (BertForTokenClassification, {"num_labels": 3}),
+    "qa": (BertForQuestionAnswering, {}),
+    "choice": (BertForMultipleChoice, {}),
+}
+
+
+@pytest.mark.parametrize("name", list(HEAD_CASES))
+def test_every_head_output_carries_the_encoder_views_directly(odd_config, batch, choices, randomize, name):
+    """`out.attentions`, `out.hidden_states`, `out.embeddings` on any head are `out.bert`'s own tensors (no copy)."""
+    cls, kwargs = HEAD_CASES[name]
+    model = randomize(cls(odd_config, **kwargs))
+    inputs = choices if name == "choice" else batch
+    with torch.no_grad():
+        out = model(**inputs, output_attentions=True, output_hidden_states=True)
+        plain = model(**inputs)
+    assert out.attentions is out.bert.attentions and len(out.attentions) == 2
+    assert out.hidden_states is out.bert.hidden_states and len(out.hidden_states) == 3
+    assert out.embeddings is out.bert.embeddings
+    assert torch.equal(out.hidden_states[-1], out.bert.last_hidden_state)
+    B_seq = 6 if name == "choice" else 3                                # multiple choice reads B·C sequences
+    assert out.attentions[0].shape == (B_seq, 4, 11, 11)
+    assert out.embeddings.normed.shape == (B_seq, 11, 32)
+    assert plain.attentions is None and plain.hidden_states is None     # only when asked, as in transformers
+
+
+def test_head_attentions_match_transformers_on_the_head_output(odd_config, batch, randomize, hf_twin):
+    """A transformers user's first guess, `out.attentions` on a MaskedLM output, gives the same weights."""
+    model = randomize(BertForMaskedLM(odd_config))
+    hf = hf_twin(model)
+    with torch.no_grad():
+        ours = model(**batch, output_attentions=True, output_hidden_states=True)
+        theirs = hf(**batch, output_attentions=True, output_hidden_states=True)
+    assert max(max_err(a, b) for a, b in zip(ours.attentions, theirs.attentions)) <= ATOL
+    assert max(max_err(a, b) for a, b in zip(ours.hidden_states, theirs.hidden_states)) <= ATOL

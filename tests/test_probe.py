@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 import bertlab
 from bertlab import probe
-from bertlab.probe import (Ablation, AblationEffect, FillMask, HeadImportance, ablate, attention_rollout,
+from bertlab.probe import (Ablation, AblationEffect, FillMask, Guess, GuessChange, HeadImportance, ablate, attention_rollout,
                            cosine_distances, fill_mask, head_importance, next_sentence, sentence_embedding,
                            word_vectors)
 
@@ -193,17 +193,21 @@ def test_an_ablation_with_no_head_off_is_the_model_and_with_heads_off_equals_abl
     none = ablation.effect((), top_k=3)
     expected = fill_mask(model, tok, text, top_k=3).guesses[0]
     assert isinstance(none, AblationEffect) and none.heads == [] and none.guesses == none.baseline
-    assert [t for t, _ in none.baseline] == [g.token for g in expected]
-    assert all(abs(p - g.probability) < 1e-6 for (_, p), g in zip(none.baseline, expected))
+    assert all(isinstance(g, Guess) for g in none.baseline + none.guesses)     # named, as fill_mask's
+    assert [g.token for g in none.baseline] == [g.token for g in expected]
+    assert all(abs(a.probability - g.probability) < 1e-6 for a, g in zip(none.baseline, expected))
     off = ablation.effect({(1, 2), (0, 1)}, top_k=3)
     assert off.heads == [(0, 1), (1, 2)] and off.baseline == none.baseline
     with ablate(model, [(0, 1), (1, 2)]):
         by_hand = fill_mask(model, tok, text, top_k=99).guesses[0]
     p_off = {g.token: g.probability for g in by_hand}
-    assert [t for t, _ in off.guesses] == [g.token for g in by_hand[:3]]
+    assert [g.token for g in off.guesses] == [g.token for g in by_hand[:3]]
     # compared: every token of either top 3, baseline's first, with both probabilities
-    assert [t for t, _, _ in off.compared] == list(dict.fromkeys([t for t, _ in off.baseline + off.guesses]))
-    assert all(abs(p - p_off[t]) < 1e-6 for t, _, p in off.compared)
+    assert all(isinstance(c, GuessChange) for c in off.compared)
+    assert [c.token for c in off.compared] == list(dict.fromkeys([g.token for g in off.baseline + off.guesses]))
+    assert all(abs(c.after - p_off[c.token]) < 1e-6 for c in off.compared)
+    p_on = {g.token: g.probability for g in fill_mask(model, tok, text, top_k=99).guesses[0]}
+    assert all(abs(c.before - p_on[c.token]) < 1e-6 for c in off.compared)
     assert no_hooks_anywhere(model)
     with pytest.raises(ValueError, match="does not exist"):
         ablation.effect([(5, 0)])

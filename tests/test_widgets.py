@@ -288,7 +288,7 @@ def test_mask_playground_offers_bertlab_mini_for_minilm(mini, minilm):
 def test_mask_playground_on_bertlab_mini_finds_the_money_bank(mini):
     w = W.MaskPlayground("She deposited her money in the bank.", mask="bank")
     assert w.model_name == "bertlab-mini"                    # the default: the lab's model on real English
-    assert w.predictions[0][0] == "bank"
+    assert w.predictions[0].token == "bank"
 
 
 def test_the_model_menu_lists_the_bundled_models_and_cached_hub_berts(mini, monkeypatch):

@@ -18,6 +18,8 @@ from ..hooks import HookedModule
 
 @dataclass
 class BertOutput:
+    """Everything one forward pass of the encoder computed: the last layer, the pooled [CLS], and on request
+    every layer's hidden states and attention weights; the input embeddings part by part, always."""
     last_hidden_state: torch.Tensor                      # (B, T, H)
     pooler_output: torch.Tensor | None                   # (B, H) tanh(W · h[CLS]); None without a pooler
     hidden_states: tuple[torch.Tensor, ...] | None       # L + 1 of (B, T, H): embeddings output first

@@ -17,6 +17,7 @@ from ..config import HIDDEN_ACTS, BertConfig
 from ..inputs import check_label_shape, check_labels, flatten_choices
 from ..utils import default_device
 from .bert import Bert, BertModule, BertOutput
+from .embeddings import EmbeddingParts
 
 IGNORE = -100  # label value for positions that carry no loss, as PyTorch's cross_entropy expects
 
@@ -89,8 +90,33 @@ def masked_lm(head: BertLMPredictionHead, sequence_output: torch.Tensor, labels:
     return logits, loss
 
 
+class EncoderViews:
+    """The encoder's `hidden_states`, `attentions` and `embeddings` read straight off a head's output.
+
+    transformers puts them on the head's output (`MaskedLMOutput.attentions`), so that is where its users
+    look first; bertlab keeps the whole `BertOutput` at `.bert` and these properties hand back the very
+    same tensors (no copy). `hidden_states` and `attentions` are None unless the forward asked for them.
+    """
+    bert: BertOutput
+
+    @property
+    def hidden_states(self) -> tuple[torch.Tensor, ...] | None:
+        """L + 1 of (B, T, H), the embedding output first (`output_hidden_states=True`), else None."""
+        return self.bert.hidden_states
+
+    @property
+    def attentions(self) -> tuple[torch.Tensor, ...] | None:
+        """L of (B, heads, T, T) (`output_attentions=True`), else None."""
+        return self.bert.attentions
+
+    @property
+    def embeddings(self) -> EmbeddingParts:
+        """The input embeddings: token, segment and position parts, their sum, and after LayerNorm."""
+        return self.bert.embeddings
+
+
 @dataclass
-class PreTrainingOutput:
+class PreTrainingOutput(EncoderViews):
     """`prediction_logits` has two shapes: (B, T, V) without `labels`, every position scored; with `labels`,
     (N, V) for the N labelled positions only, in row-major order (`logits[i]` is `labels[labels != -100][i]`)."""
     loss: torch.Tensor | None                  # mlm_loss + nsp_loss, given both labels
@@ -126,7 +152,7 @@ class BertForPreTraining(_Head):
 
 
 @dataclass
-class HeadOutput:
+class HeadOutput(EncoderViews):
     """What the masked-LM and classifier heads return. A masked LM's `logits` are (B, T, V) without `labels` and
     (N, V) at the N labelled positions with them, as `PreTrainingOutput.prediction_logits`."""
     loss: torch.Tensor | None
@@ -138,6 +164,12 @@ MaskedLMOutput = ClassifierOutput = HeadOutput  # the names it had when there we
 
 
 class BertForMaskedLM(_Head):
+    """Masked LM alone: fill in [MASK] from both sides (the MLM half of pre-training, no NSP head).
+
+    The decoder is tied to the token embeddings, as in `BertForPreTraining`; `load` gives this head for a
+    checkpoint that kept the MLM weights but not the NSP head's.
+    """
+
     def __init__(self, bert_or_config, device=None, add_pooling_layer: bool = False):
         super().__init__(bert_or_config, device, add_pooling_layer)
         self.cls = nn.Module()
@@ -178,7 +210,10 @@ class _Classifier(_Head):
 
 
 class BertForSequenceClassification(_Classifier):
-    """pooled [CLS] output → dropout → linear. One label: regression (MSE); more: classes (cross-entropy)."""
+    """Classify a text or a pair: pooled [CLS] output → dropout → linear.
+
+    One label: regression (MSE); more: classes (cross-entropy).
+    """
 
     def loss(self, logits, labels):
         if self.num_labels == 1:
@@ -188,7 +223,10 @@ class BertForSequenceClassification(_Classifier):
 
 
 class BertForTokenClassification(_Classifier):
-    """Each token's state → dropout → linear: tagging (NER, POS). Label a word's first piece; -100 the rest."""
+    """Tag every token (NER, POS): each token's state → dropout → linear.
+
+    Label a word's first piece; -100 the rest.
+    """
     pooled = False
 
     def loss(self, logits, labels):
@@ -198,7 +236,9 @@ class BertForTokenClassification(_Classifier):
 
 
 class BertForMultipleChoice(_Classifier):
-    """SWAG: each of a question's C endings is read with the context as one sequence, its pooled [CLS] gets
+    """Pick one of C endings (SWAG).
+
+    Each of a question's C endings is read with the context as one sequence, its pooled [CLS] gets
     one score, and the loss is cross-entropy across the C scores. Inputs (B, C, T) → logits (B, C); the
     output's `.bert` holds the encoder's view of the B·C flattened sequences."""
 
@@ -219,7 +259,8 @@ class BertForMultipleChoice(_Classifier):
 
 
 @dataclass
-class QuestionAnsweringOutput:
+class QuestionAnsweringOutput(EncoderViews):
+    """Span scores for every token: the answer runs from argmax(start_logits) to argmax(end_logits)."""
     loss: torch.Tensor | None
     start_logits: torch.Tensor                 # (B, T)
     end_logits: torch.Tensor                   # (B, T)

@@ -1,9 +1,9 @@
 """Ablating attention heads: switch some off and measure what changes.
 
     with ablate(model, [(0, 1)]): ...                          # head 1 of layer 0 silenced for the block
-    ab = Ablation(model, tok, "Tom went to the [MASK] to open a savings account.")
-    ab.effect([(0, 1), (1, 3)]).guesses                        # the top guesses with those two heads off
-    head_importance(model, tok, text, targets=["bank"])        # every head alone, scored
+    ab = Ablation(model, tokenizer, "Tom went to the [MASK] to open a savings account.")
+    ab.effect([(0, 1), (1, 3)]).guesses                        # the top guesses (Guess) with those two heads off
+    head_importance(model, tokenizer, text, targets=["bank"])  # every head alone, scored
 
 `Ablation` keeps the run with every head on, so each new set of heads costs one forward pass: that is what
 lets the HeadAblation widget answer a click at once, and what `head_importance` repeats head by head.
@@ -19,6 +19,7 @@ from functools import cached_property
 import torch
 import torch.nn.functional as F
 
+from .fill_mask import Guess, GuessChange
 from .running import base_model, has_mlm_head, inference, max_length, mlm_head
 
 __all__ = ["ablate", "Ablation", "AblationEffect", "head_importance", "HeadImportance"]
@@ -79,18 +80,18 @@ class AblationEffect:
     """What switching `heads` off does to one text (`Ablation.effect`).
 
     metric "prediction" (a model with an MLM head and a [MASK] in the text): `baseline` and `guesses` are
-    the top-k (token, probability) for the first [MASK] with every head on and with `heads` off, and
-    `compared` lists every token of either top-k as (token, P every head on, P heads off), the baseline's
-    first. metric "output" (no MLM head, or no [MASK]): `change[t]` is how far token t's last hidden state
+    the top-k `Guess`es (token, probability) for the first [MASK] with every head on and with `heads` off,
+    and `compared` lists every token of either top-k as a `GuessChange` (token, P before = every head on,
+    P after = heads off), the baseline's first. metric "output" (no MLM head, or no [MASK]): `change[t]` is how far token t's last hidden state
     moved, as cosine distance; exactly 0 with no head off, not 1e-7 of rounding.
     """
     heads: list[tuple[int, int]]
     metric: str
     tokens: list[str]
     mask_positions: list[int]
-    baseline: list[tuple[str, float]] | None = None
-    guesses: list[tuple[str, float]] | None = None
-    compared: list[tuple[str, float, float]] | None = None
+    baseline: list[Guess] | None = None
+    guesses: list[Guess] | None = None
+    compared: list[GuessChange] | None = None
     change: torch.Tensor | None = None           # (T,)
 
 
@@ -148,9 +149,9 @@ class Ablation:
         k = min(top_k, on.shape[-1])
         top_on, top_off = on.topk(k).indices.tolist(), off.topk(k).indices.tolist()
         word = self.tokenizer.id_to_token
-        result.baseline = [(word(i), float(on[i])) for i in top_on]
-        result.guesses = [(word(i), float(off[i])) for i in top_off]
-        result.compared = [(word(i), float(on[i]), float(off[i])) for i in dict.fromkeys(top_on + top_off)]
+        result.baseline = [Guess(word(i), float(on[i])) for i in top_on]
+        result.guesses = [Guess(word(i), float(off[i])) for i in top_off]
+        result.compared = [GuessChange(word(i), float(on[i]), float(off[i])) for i in dict.fromkeys(top_on + top_off)]
         return result
 
 

@@ -1,9 +1,10 @@
 """Attention as a reader wants to see it: one head, a layer's heads combined, or all of them; per word.
 
-    out = model(**tok("The playwright wrote it."), output_attentions=True)
-    attention_map(out, enc.tokens, layer=3, head="all", reduce="mean")     # layer 3, its heads averaged
-    attention_map(out, enc.tokens, layer="all", head="all", words=True)    # everything, one row per word
-    attention_map(out, enc.tokens, hide_special=True, threshold=0.1)       # exBERT's two switches
+    text = "The playwright wrote it."
+    attention_map(model, tokenizer, text, layer=3, head="all", reduce="mean")   # layer 3, its heads averaged
+    attention_map(model, tokenizer, text, layer="all", head="all", words=True)  # everything, one row per word
+    attention_map(model, tokenizer, text, hide_special=True, threshold=0.1)     # exBERT's two switches
+    attention_map(out, enc.tokens, layer=3)      # or an output already computed (output_attentions=True)
 
 A head's attention is over WordPieces: "playwright" may be `play ##wright`, two rows and two columns.
 People ask for words (bertviz #23). Merging takes one rule per axis, and the rule is what keeps each row a
@@ -29,7 +30,9 @@ from dataclasses import dataclass
 
 import torch
 
+from ..deprecation import renamed_arguments, warn_renamed
 from ..inputs import check_tokens
+from .running import text_attention
 
 __all__ = ["AttentionMap", "attention_map", "word_groups", "merge_word_pieces", "SPECIAL_TOKENS"]
 
@@ -104,24 +107,38 @@ def _describe(chosen: list[int], n: int, what: str) -> str:
     return f"{what}s {', '.join(map(str, chosen))}"
 
 
-def attention_map(attentions, tokens: Sequence[str], layer=0, head=0, reduce: str = "mean", words: bool = False,
-                  hide_special: bool = False, threshold: float = 0.0, batch_index: int = 0) -> AttentionMap:
-    """The attention to draw, chosen and combined as the module docstring describes.
+@renamed_arguments(attentions="model", tokens="tokenizer")
+def attention_map(model, tokenizer, text: str | None = None, *, layer=0, head=0, reduce: str = "mean",
+                  words: bool = False, hide_special: bool = False, threshold: float = 0.0, batch_index: int = 0,
+                  text_pair: str | None = None) -> AttentionMap:
+    """What a heatmap of attention shows for one text: one head, a layer's heads combined, or all; per word if asked.
 
-    `attentions` is a model output run with `output_attentions=True` (or its `.attentions`: L tensors
-    (B, heads, T, T)); `layer` and `head` are an index, a list of them or "all", combined by `reduce`
-    ("mean" or "sum") when there is more than one. Then, in this order: pieces merged into words
-    (`words=True`), [CLS] / [SEP] / [PAD] rows and columns dropped (`hide_special=True`), and weights
-    below `threshold` set to 0.
+    Like every probe, `attention_map(model, tokenizer, text, text_pair=None, ...)` runs the model on the
+    text. For attention already computed, call it as `attention_map(out, tokens, ...)`: `out` a model output
+    run with `output_attentions=True` (or its `.attentions`: L tensors (B, heads, T, T)) and `tokens` the
+    tokens of row `batch_index`. `layer` and `head` are an index, a list of them or "all", combined by
+    `reduce` ("mean" or "sum") when there is more than one. Then, in this order: pieces merged into words
+    (`words=True`), [CLS] / [SEP] / [PAD] rows and columns dropped (`hide_special=True`), and weights below
+    `threshold` set to 0.
     """
-    out = attentions
+    if isinstance(model, torch.nn.Module):
+        out = text_attention(model, tokenizer, text, text_pair)
+        tokens = out.tokens
+    else:
+        out, tokens = model, tokenizer
+        if text_pair is not None:
+            raise ValueError("text_pair needs a model: attention_map(model, tokenizer, text, text_pair=...)")
+        if text is not None:         # the old layout attention_map(out, tokens, layer) put the layer third
+            warn_renamed("attention_map(out, tokens, layer) with the layer by position", "layer= by keyword",
+                         stacklevel=4)          # warn_renamed, attention_map, its wrapper, the caller
+            layer = text
     attentions = getattr(out, "attentions", out)
     if attentions is None and hasattr(out, "bert"):          # bertlab's heads keep the encoder's output at .bert
         attentions = out.bert.attentions
     if not isinstance(attentions, (tuple, list)) or not attentions or not all(
             isinstance(a, torch.Tensor) and a.dim() == 4 for a in attentions):
         raise ValueError("attentions must be a model output run with output_attentions=True (or its .attentions: "
-                         "one (B, heads, T, T) tensor per layer)")
+                         "one (B, heads, T, T) tensor per layer); or call attention_map(model, tokenizer, text)")
     if reduce not in REDUCE:
         raise ValueError(f"reduce must be one of {REDUCE}, got {reduce!r}")
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or threshold < 0:

@@ -1,6 +1,6 @@
 """How contextual are the vectors? Ethayarajh (2019)'s three measures, layer by layer, with their baselines.
 
-    c = contextuality(model, tok, sentences)
+    c = contextuality(model, tokenizer, sentences)
     c.self_similarity          # per layer: how alike one word's vectors are across its contexts
     c.adjusted("self_similarity")   # minus the anisotropy baseline
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from . import _layer_index, _texts
+from ._checks import check_texts, layer_index
 from .running import base_model, inference, max_length
 
 MEASURES = ("self_similarity", "intra_similarity", "mev")
@@ -119,7 +119,7 @@ def contextuality(model, tokenizer, sentences, layer="all", samples: int = 1000,
     [UNK] are skipped. Self-similarity and MEV use every occurrence of a word, two in one sentence included
     (the paper's occurrence matrix); the cosine baseline pairs words from different sentences only.
     """
-    sentences = _texts(sentences, "sentences")
+    sentences = check_texts(sentences, "sentences")
     if isinstance(min_sentences, bool) or not isinstance(min_sentences, int) or min_sentences < 2:
         raise ValueError(f"min_sentences must be an int of at least 2 (a word needs two contexts to compare), "
                          f"got {min_sentences!r}")
@@ -127,7 +127,7 @@ def contextuality(model, tokenizer, sentences, layer="all", samples: int = 1000,
         raise ValueError(f"samples must be a positive int (random word pairs for the baseline), got {samples!r}")
     bert = base_model(model)
     n_layers = bert.config.num_hidden_layers
-    chosen = _layer_index(layer, n_layers)
+    chosen = layer_index(layer, n_layers)
     occurrences = defaultdict(list)                                          # word → [(sentence, (L+1, H))]
     intra, everything = [], []
     with inference(model):

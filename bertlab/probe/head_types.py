@@ -1,6 +1,6 @@
 """Head types: what each attention head mostly looks at (Clark, Khandelwal, Levy & Manning 2019).
 
-    ht = head_types(model, tok, sentences)
+    ht = head_types(model, tokenizer, sentences)
     ht.share["[SEP]"]         # (layers, heads): average attention each head puts on [SEP]
     ht.labels[3][5]           # "[SEP]", "previous", "broad", ...
 
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import _texts
+from ._checks import check_texts
 from .running import base_model, inference, max_length
 
 MEASURES = ("[CLS]", "[SEP]", "punctuation", "previous", "next", "self")
@@ -77,7 +77,7 @@ def _pairs(texts) -> list[tuple[str, str | None]]:
         if len(t) != 2 or not (t[1] is None or (isinstance(t[1], str) and t[1].strip())):
             raise ValueError(f"texts[{i}] is {texts[i]!r}: a pair must be a (text, text_pair) tuple of two "
                              "non-empty str")
-    _texts([a for a, _ in pairs], "texts")                              # non-empty, every text a non-empty str
+    check_texts([a for a, _ in pairs], "texts")                              # non-empty, every text a non-empty str
     return pairs
 
 

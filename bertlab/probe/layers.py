@@ -1,7 +1,7 @@
 """Which layer knows what? A linear probe per layer, trained on frozen word vectors.
 
     examples, labels = load_probing_set("pos")           # ("I watch the watch .", 3) → "NOUN", …
-    r = probe_layers(model, tok, examples, labels)
+    r = probe_layers(model, tokenizer, examples, labels)
     print(r)                                              # held-out accuracy per layer, and the baseline
     r.accuracy[r.best_layer]
 
@@ -33,14 +33,15 @@ import hashlib
 import re
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from . import _find_word
+from ..deprecation import warn_renamed
+from .word_vectors import find_word
 from .running import base_model, inference, max_length
 
 #: the hand-labelled probing sets shipped with bertlab (see its README.md)
@@ -92,8 +93,28 @@ def read_senses_file(path) -> list[tuple[str, str, str]]:
     return rows
 
 
-def load_probing_set(name: str) -> tuple[list[tuple[str, int | str]], list[str]]:
-    """(examples, labels) from a probing set shipped in bertlab/assets/probing/, ready for `probe_layers`.
+@dataclass
+class ProbingSet:
+    """A probing set: `examples[i]` (a sentence and which token or word to read) is labelled `labels[i]`.
+
+    It unpacks as the pair it is: `examples, labels = load_probing_set("pos")`.
+    """
+    examples: list[tuple[str, int | str]]
+    labels: list[str]
+
+    def __iter__(self) -> Iterator:
+        return iter((self.examples, self.labels))
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def __getitem__(self, i: int):
+        warn_renamed(f"load_probing_set(...)[{i}]", "its named fields .examples and .labels")
+        return tuple(self)[i]
+
+
+def load_probing_set(name: str) -> ProbingSet:
+    """A probing set shipped in bertlab/assets/probing/ (examples and labels), ready for `probe_layers`.
 
     "pos": one example per token of 260 hand-tagged sentences, (sentence with spaces between tokens,
     token index) → its Universal POS tag, e.g. ("I watch the watch on his wrist .", 3) → "NOUN".
@@ -108,10 +129,11 @@ def load_probing_set(name: str) -> tuple[list[tuple[str, int | str]], list[str]]
             for i, (_, tag) in enumerate(sentence):
                 examples.append((text, i))
                 labels.append(tag)
-        return examples, labels
+        return ProbingSet(examples, labels)
     if name == "senses":
         rows = read_senses_file(PROBING_DIR / "senses.tsv")
-        return [(sentence, word) for word, _, sentence in rows], [f"{word}/{sense}" for word, sense, _ in rows]
+        return ProbingSet([(sentence, word) for word, _, sentence in rows],
+                          [f"{word}/{sense}" for word, sense, _ in rows])
     raise ValueError(f"no probing set named {name!r}: choose 'pos' (part of speech) or 'senses' (word senses)")
 
 
@@ -125,7 +147,7 @@ def _token_span(tokenizer, sentence: str, target, enc, k: int) -> tuple[int, int
     if isinstance(target, str):
         pieces = tokenizer.tokenize(target) if target.strip() else []
         ids = [tokenizer.token_to_id(p) for p in pieces]
-        starts = _find_word(enc.input_ids, enc.word_ids, ids) if ids else []
+        starts = find_word(enc.input_ids, enc.word_ids, ids) if ids else []
         if not starts:
             raise ValueError(f"examples[{k}]: {target!r} is not a whole word of {sentence!r} (tokens "
                              f"{enc.tokens}): check the spelling, or give the word's index instead")

@@ -1,6 +1,6 @@
 """Nearest contexts: which corpus sentences use a word the way this sentence does?
 
-    r = nearest_contexts(model, tok, "He sat on the bank of the river.", "bank", k=5)
+    r = nearest_contexts(model, tokenizer, "He sat on the bank of the river.", "bank", k=5)
     print(r)                      # 0.912  The geese sat on the grassy [[bank]] of the river. …
     r.hits[0].sentence, r.hits[0].char_span, r.hits[0].cosine
 
@@ -40,7 +40,8 @@ import torch
 import torch.nn.functional as F
 
 from ..pretraining.data import read_documents, split_sentences
-from . import _find_word, _layer_index, word_vectors
+from ._checks import layer_index
+from .word_vectors import find_word, word_vectors
 from .running import base_model, inference, max_length
 
 #: the demo corpus's English prose (train and held-out documents together): bertlab/assets/corpus/source/en_*.txt
@@ -195,7 +196,7 @@ def _index_word(model, tokenizer, index: _CorpusIndex, word: str, piece_ids: lis
     """Run every corpus sentence that may contain `word` through the model once; keep each occurrence's vectors."""
     normalizer = tokenizer.backend.normalizer
     needle = normalizer.normalize_str(word) if normalizer else word
-    # a cheap superset of the sentences that hold the word (_find_word decides): BERT's pre-tokenizer splits
+    # a cheap superset of the sentences that hold the word (find_word decides): BERT's pre-tokenizer splits
     # words at spaces and punctuation, so an ASCII word must stand between non-alphanumerics ("ring" is not
     # read in "spring" or "during"); other scripts fall back to a plain substring test
     if needle.isascii():
@@ -213,7 +214,7 @@ def _index_word(model, tokenizer, index: _CorpusIndex, word: str, piece_ids: lis
             chunk = candidates[b:b + BATCH_SIZE]
             batch = tokenizer.batch([index.sentences[i] for i in chunk], max_length=max_len)
             found = [(j, s) for j, enc in enumerate(batch.encodings)
-                     for s in _find_word(enc.input_ids, enc.word_ids, piece_ids)]
+                     for s in find_word(enc.input_ids, enc.word_ids, piece_ids)]
             if not found:
                 continue
             states = torch.stack(bert(**batch, output_hidden_states=True).hidden_states, dim=1)  # (B, L+1, T, H)
@@ -250,19 +251,19 @@ def nearest_contexts(model, tokenizer, text: str, word: str, corpus=None, layer=
         raise ValueError(f"k must be an int of at least 1 (how many sentences to return), got {k!r}")
     bert = base_model(model)
     n_layers = bert.config.num_hidden_layers
-    layer_index = _layer_index(layer, n_layers)
-    if layer_index is None:
+    chosen = layer_index(layer, n_layers)
+    if chosen is None:
         raise ValueError("nearest_contexts searches one layer at a time: pass layer=0 … "
                          f"{n_layers} (or -1 for the last), not 'all'")
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"text is {text!r}: pass the sentence whose {word!r} you want to look up")
     # the query: word_vectors checks the word (in the vocabulary? in the text?) and says what to do if not
     query = word_vectors(model, tokenizer, [text], word, layer="all", occurrence=occurrence)[0]   # (L + 1, H)
-    query = F.normalize(query[layer_index], dim=-1)                                               # (H,)
+    query = F.normalize(query[chosen], dim=-1)                                               # (H,)
     pieces = tokenizer.tokenize(word)
     piece_ids = [tokenizer.token_to_id(p) for p in pieces]
     enc = tokenizer(text, max_length=max_length(model, tokenizer))
-    s = _find_word(enc.input_ids, enc.word_ids, piece_ids)[occurrence]
+    s = find_word(enc.input_ids, enc.word_ids, piece_ids)[occurrence]
     offsets = tokenizer.backend.encode(text).offsets
     query_span = (offsets[s][0], offsets[s + len(piece_ids) - 1][1])
 
@@ -285,7 +286,7 @@ def nearest_contexts(model, tokenizer, text: str, word: str, corpus=None, layer=
     if not bool(keep.any()):
         raise ValueError(f"the only corpus sentence with {word!r} is the query itself ({text!r}): "
                          "pass a corpus with other sentences that use the word")
-    cosines = occ.vectors[:, layer_index] @ query                      # (n,): both unit length
+    cosines = occ.vectors[:, chosen] @ query                      # (n,): both unit length
     cosines = cosines.masked_fill(~keep, float("-inf"))
     top = cosines.topk(min(k, int(keep.sum()))).indices.tolist()
     hits = []
@@ -294,5 +295,5 @@ def nearest_contexts(model, tokenizer, text: str, word: str, corpus=None, layer=
         sentence = index.sentences[i]
         hits.append(ContextHit(sentence, float(cosines[j]), occ.char_spans[j], occ.token_spans[j],
                                index.tokens[i], highlight(sentence, occ.char_spans[j])))
-    return NearestContexts(text, word, layer_index, n_layers, query_span, highlight(text, query_span), hits,
+    return NearestContexts(text, word, chosen, n_layers, query_span, highlight(text, query_span), hits,
                            int(keep.sum()), index.description, cached, index_seconds)

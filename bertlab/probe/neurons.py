@@ -1,6 +1,6 @@
 """Inside one attention head: the query and key vectors behind its weights (bertviz's neuron view, as data).
 
-    n = attention_neurons(model, tok, "The cat sat on the mat.", layer=2, head=0)
+    n = attention_neurons(model, tokenizer, "The cat sat on the mat.", layer=2, head=0)
     n.queries[3] * n.keys          # (T, Dh): q × k, dimension by dimension, for the query "sat"
     n.dots[3], n.weights[3]        # (T,): q·k for every key, and the softmax of q·k / √Dh
 

@@ -6,9 +6,10 @@ are the few things every probe (and every widget built on the probes) needs:
     with inference(model): ...                 # no dropout, no autograd; each module's own mode comes back
     base_model(model)                          # the Bert inside a BertForPreTraining (or the Bert itself)
     has_mlm_head(model), has_nsp_head(model)   # can it fill in [MASK]? judge a sentence pair?
-    max_length(model, tok)                     # the longest input (in tokens) both take
+    max_length(model, tokenizer)                    # the longest input (in tokens) both take
     run(model, enc, output_attentions=True)    # the encoder's BertOutput for one encoded text
     attention_weights(model, batch)            # every layer's (B, heads, T, T), any model that returns them
+    text_attention(model, tokenizer, text)     # one text's attention weights and its tokens
     embedding_parts(model, enc)                # the input embeddings only: token, segment, position, sum, normed
 """
 
@@ -16,14 +17,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 import torch
 
 from ..model.bert import Bert, BertOutput
-from ..model.heads import BertForMaskedLM, BertForPreTraining
+from ..model.heads import BertForMaskedLM, BertForPreTraining, BertLMPredictionHead
 
 __all__ = ["inference", "base_model", "has_mlm_head", "has_nsp_head", "mlm_head", "max_length", "run",
-           "attention_weights", "embedding_parts"]
+           "attention_weights", "text_attention", "TextAttention", "embedding_parts"]
 
 
 @contextlib.contextmanager
@@ -70,7 +72,7 @@ def has_nsp_head(model) -> bool:
     return isinstance(model, BertForPreTraining)
 
 
-def mlm_head(model):
+def mlm_head(model) -> BertLMPredictionHead:
     """The masked-LM head (`cls.predictions`: hidden state → vocabulary logits), or a ValueError that says why not."""
     if has_mlm_head(model):
         return model.cls.predictions
@@ -122,6 +124,23 @@ def attention_weights(model, inputs: Mapping[str, torch.Tensor]) -> tuple[torch.
                          "it must return them for output_attentions=True, as bertlab's Bert and heads do; "
                          "a transformers model needs attn_implementation='eager'")
     return tuple(a.detach().float().cpu() for a in attentions)
+
+
+@dataclass
+class TextAttention:
+    """One text's attention weights (L tensors of (1, heads, T, T), float32 on the CPU) and its tokens."""
+    attentions: tuple[torch.Tensor, ...]
+    tokens: list[str]
+
+
+def text_attention(model, tokenizer, text: str, text_pair: str | None = None) -> TextAttention:
+    """Run `model` on one text (or pair) for its attention: what the attention probes read when given text."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"text is {text!r}: pass the sentence whose attention to read")
+    if text_pair is not None and (not isinstance(text_pair, str) or not text_pair.strip()):
+        raise ValueError(f"text_pair is {text_pair!r}: pass the second sentence, or leave it out")
+    enc = tokenizer(text, text_pair, max_length=max_length(model, tokenizer))
+    return TextAttention(attention_weights(model, enc.to_tensors()), list(enc.tokens))
 
 
 def embedding_parts(model, inputs) -> "EmbeddingParts":  # noqa: F821  (bertlab.model.embeddings)

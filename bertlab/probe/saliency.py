@@ -1,6 +1,6 @@
 """Saliency: how much each input token supports a prediction (LIT's gradient and integrated-gradient salience).
 
-    s = saliency(model, tok, "The river [MASK] was muddy after the rain.", target="bank")
+    s = saliency(model, tokenizer, "The river [MASK] was muddy after the rain.", target="bank")
     s.tokens, s.scores        # one score per token: its share of log P("bank" at the [MASK])
     s.delta                   # integrated gradients' completeness gap (shrinks as `steps` grows)
 

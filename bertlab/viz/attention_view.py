@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from ..deprecation import renamed_arguments
 from ..probe import attention_weights
 from .look import SEQUENTIAL, check_index, check_indices, finish, token_labels
 
@@ -53,7 +54,7 @@ def _position_ticks(labels: list[str], n: int) -> dict:
 class AttentionView:
     """Attention weights of a batch of texts (or pairs), long ones included, as plotly figures.
 
-    `AttentionView(model, tok, texts, text_pairs=None, max_length=512)` runs the model once (padded batches,
+    `AttentionView(model, tokenizer, texts, text_pairs=None, max_length=512)` runs the model once (padded batches,
     eval mode, no grad) and keeps each example's weights without its padding. Texts longer than `max_length`
     (capped at the model's maximum) are truncated, and the figure says so. Then:
 
@@ -66,7 +67,8 @@ class AttentionView:
     beyond, they give positions and hovering shows the tokens.
     """
 
-    def __init__(self, model, tok, texts, text_pairs=None, max_length: int = 512, batch_size: int = 8):
+    @renamed_arguments(tok="tokenizer")
+    def __init__(self, model, tokenizer, texts, text_pairs=None, max_length: int = 512, batch_size: int = 8):
         texts = [texts] if isinstance(texts, str) else texts
         if texts is None or not isinstance(texts, Sequence) or len(texts) == 0:
             raise ValueError("texts must be a str or a non-empty list of str")
@@ -89,7 +91,7 @@ class AttentionView:
         self._attentions: list[torch.Tensor] = []          # per example: (L, heads, n, n), padding cut off
         for lo in range(0, len(texts), batch_size):
             chunk = pairs[lo:lo + batch_size]
-            batch = tok.batch(texts[lo:lo + batch_size], None if all(p is None for p in chunk) else chunk,
+            batch = tokenizer.batch(texts[lo:lo + batch_size], None if all(p is None for p in chunk) else chunk,
                               max_length=self.max_length)  # right-padded, each text cut to max_length
             stacked = torch.stack(attention_weights(model, batch), dim=1)   # (b, L, heads, T, T)
             for b, e in enumerate(batch.encodings):
@@ -97,7 +99,7 @@ class AttentionView:
                 self._attentions.append(stacked[b, :, :, :n, :n].clone())
             encodings += batch.encodings
         # an encoding that fills max_length may have been cut: only then is the text encoded again to see
-        self.truncated: list[bool] = [len(e) == self.max_length and len(tok(t, p)) > self.max_length
+        self.truncated: list[bool] = [len(e) == self.max_length and len(tokenizer(t, p)) > self.max_length
                                       for e, t, p in zip(encodings, texts, pairs)]
         self.tokens: list[list[str]] = [list(e.tokens) for e in encodings]
         self.lengths: list[int] = [len(t) for t in self.tokens]

@@ -18,11 +18,17 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import torch
 
+from ..deprecation import renamed_arguments, warn_renamed
+
 from .attention_view import AttentionView, check_texts
 from .look import check_index, check_indices
+
+if TYPE_CHECKING:
+    from IPython.display import HTML
 
 __all__ = ["head_view", "model_view", "head_view_html", "model_view_html", "bertviz", "offline_scripts",
            "REQUIRE_SHIM", "BERTVIZ_MAX_TOKENS"]
@@ -47,20 +53,20 @@ def bertviz():
 # ---------------------------------------------------------------------------------------------------------
 # Running the model on one text
 
-def _encode_one(model, tok, text, text_pair, max_tokens, view: str):
+def _encode_one(model, tokenizer, text, text_pair, max_tokens, view: str):
     """Check one text (or pair) and its length, run the model: (attentions, tokens, sentence_b_start)."""
     check_texts(text, text_pair)
-    T, limit = len(tok(text, text_pair)), getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    T, limit = len(tokenizer(text, text_pair)), getattr(getattr(model, "config", None), "max_position_embeddings", None)
     if limit is not None and T > limit:
         raise ValueError(f"{T} tokens is longer than the model's maximum of {limit} (max_position_embeddings): "
-                         f"shorten the text, or use AttentionView(model, tok, [text], max_length={limit}), "
+                         f"shorten the text, or use AttentionView(model, tokenizer, [text], max_length={limit}), "
                          "which truncates")
     if max_tokens is not None and T > max_tokens:
         raise ValueError(f"{T} tokens is too many for bertviz's {view}: it draws a row per token and a line per "
                          f"weight, hard to read past ~60 tokens and slow past {max_tokens}. Shorten the text, or "
-                         "use AttentionView(model, tok, [text]) (a heatmap per head, up to 512 tokens); "
+                         "use AttentionView(model, tokenizer, [text]) (a heatmap per head, up to 512 tokens); "
                          "max_tokens=None forces the bertviz view")
-    one = AttentionView(model, tok, [text], None if text_pair is None else [text_pair])
+    one = AttentionView(model, tokenizer, [text], None if text_pair is None else [text_pair])
     return list(one.attentions(0)), one.tokens[0], one.sentence_b_starts[0]     # L × (heads, T, T)
 
 
@@ -184,12 +190,38 @@ def _check_b_start(sentence_b_start, T: int):
     return sentence_b_start
 
 
-def head_view_html(attentions, tokens, sentence_b_start=None, layer=None, heads=None) -> str:
+def _attention_source(fn: str, model, tokenizer, text, text_pair, sentence_b_start, max_tokens):
+    """(attentions, tokens, sentence_b_start) from either calling form of the *_view_html functions."""
+    if isinstance(model, torch.nn.Module):                        # (model, tokenizer, text, text_pair)
+        if sentence_b_start is not None:
+            raise ValueError("sentence_b_start is read off the encoding when the view runs the model: pass "
+                             "text_pair instead, or pass the attentions and tokens you computed")
+        return _encode_one(model, tokenizer, text, text_pair, max_tokens, fn.removesuffix("_html"))
+    if text_pair is not None:
+        raise ValueError(f"text_pair needs a model: {fn}(model, tokenizer, text, text_pair)")
+    if text is not None:                                         # the old layout: (attentions, tokens, b_start)
+        if sentence_b_start is not None:
+            raise TypeError(f"{fn}() got sentence_b_start twice (by position and by keyword)")
+        warn_renamed(f"{fn}(attentions, tokens, sentence_b_start) with sentence_b_start by position",
+                     "sentence_b_start= by keyword", stacklevel=5)  # via _attention_source, the view, its wrapper
+        sentence_b_start = text
+    return model, tokenizer, sentence_b_start
+
+
+@renamed_arguments(attentions="model", tokens="tokenizer")
+def head_view_html(model, tokenizer, text: str | None = None, text_pair: str | None = None, *, layer=None,
+                   heads=None, sentence_b_start: int | None = None,
+                   max_tokens: int | None = BERTVIZ_MAX_TOKENS) -> str:
     """bertviz's head view of one example as self-contained HTML (no network): a <div> and one <script>.
 
-    `attentions`: a BertOutput of one example, or its L tensors of (1, heads, T, T). `sentence_b_start`: the
-    index of the first sentence-B token of a pair. `layer`, `heads`: what the view shows at first.
+    Called as `head_view` is, `(model, tokenizer, text, text_pair=None)`, it runs the model; called with an
+    output already computed, `(out, tokens, sentence_b_start=None)`, it draws that: `out` a BertOutput or a
+    head's output of one example (or its L tensors of (1, heads, T, T)), `tokens` the example's tokens,
+    `sentence_b_start` the index of the first sentence-B token of a pair. `layer`, `heads`: what the view
+    shows at first.
     """
+    attentions, tokens, sentence_b_start = _attention_source("head_view_html", model, tokenizer, text, text_pair,
+                                                             sentence_b_start, max_tokens)
     layers = _as_layers(attentions)
     L, H, T = len(layers), layers[0].shape[1], layers[0].shape[-1]
     tokens = _check_tokens(tokens, T)
@@ -200,12 +232,18 @@ def head_view_html(attentions, tokens, sentence_b_start=None, layer=None, heads=
     return _offline(view.data, "head_view")
 
 
-def model_view_html(attentions, tokens, sentence_b_start=None, layers=None, heads=None,
-                    display_mode: str = "dark") -> str:
+@renamed_arguments(attentions="model", tokens="tokenizer")
+def model_view_html(model, tokenizer, text: str | None = None, text_pair: str | None = None, *, layers=None,
+                    heads=None, display_mode: str = "dark", sentence_b_start: int | None = None,
+                    max_tokens: int | None = BERTVIZ_MAX_TOKENS) -> str:
     """bertviz's model view (every layer × head as a thumbnail) as self-contained HTML (no network).
 
-    `layers`, `heads`: show only these (fewer thumbnails draw faster). `display_mode`: "dark" or "light".
+    The two calling forms of `head_view_html`: `(model, tokenizer, text, text_pair=None)` or an output
+    already computed, `(out, tokens, sentence_b_start=None)`. `layers`, `heads`: show only these (fewer
+    thumbnails draw faster). `display_mode`: "dark" or "light".
     """
+    attentions, tokens, sentence_b_start = _attention_source("model_view_html", model, tokenizer, text, text_pair,
+                                                             sentence_b_start, max_tokens)
     per_layer = _as_layers(attentions)
     L, H, T = len(per_layer), per_layer[0].shape[1], per_layer[0].shape[-1]
     tokens = _check_tokens(tokens, T)
@@ -219,8 +257,9 @@ def model_view_html(attentions, tokens, sentence_b_start=None, layers=None, head
     return _offline(view.data, "model_view")
 
 
-def head_view(model, tok, text: str, text_pair: str | None = None, layer: int | None = None, heads=None,
-              max_tokens: int | None = BERTVIZ_MAX_TOKENS):
+@renamed_arguments(tok="tokenizer")
+def head_view(model, tokenizer, text: str, text_pair: str | None = None, layer: int | None = None, heads=None,
+              max_tokens: int | None = BERTVIZ_MAX_TOKENS) -> HTML:
     """bertviz's head view of `model` on `text` (and `text_pair`), offline: an `IPython.display.HTML`.
 
     Lines join each token (left) to the tokens it attends to (right), one colour per head; hover a token,
@@ -229,17 +268,17 @@ def head_view(model, tok, text: str, text_pair: str | None = None, layer: int | 
     """
     from IPython.display import HTML
 
-    attentions, tokens, b_start = _encode_one(model, tok, text, text_pair, max_tokens, "head_view")
-    return HTML(head_view_html(attentions, tokens, b_start, layer=layer, heads=heads))
+    return HTML(head_view_html(model, tokenizer, text, text_pair, layer=layer, heads=heads, max_tokens=max_tokens))
 
 
-def model_view(model, tok, text: str, text_pair: str | None = None, layers=None, heads=None,
-               display_mode: str = "dark", max_tokens: int | None = BERTVIZ_MAX_TOKENS):
+@renamed_arguments(tok="tokenizer")
+def model_view(model, tokenizer, text: str, text_pair: str | None = None, layers=None, heads=None,
+               display_mode: str = "dark", max_tokens: int | None = BERTVIZ_MAX_TOKENS) -> HTML:
     """bertviz's model view of `model` on `text` (and `text_pair`), offline: an `IPython.display.HTML`.
 
     A thumbnail per layer (row) and head (column); click one to enlarge it. `layers`, `heads` keep only those.
     """
     from IPython.display import HTML
 
-    attentions, tokens, b_start = _encode_one(model, tok, text, text_pair, max_tokens, "model_view")
-    return HTML(model_view_html(attentions, tokens, b_start, layers=layers, heads=heads, display_mode=display_mode))
+    return HTML(model_view_html(model, tokenizer, text, text_pair, layers=layers, heads=heads,
+                                display_mode=display_mode, max_tokens=max_tokens))

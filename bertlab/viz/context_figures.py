@@ -1,6 +1,6 @@
 """Figures for contextual vectors (notebook 07): one word in several sentences, compared layer by layer.
 
-    vectors = probe.word_vectors(model, tok, sentences, "bank", layer="all")     # (n, L + 1, H)
+    vectors = probe.word_vectors(model, tokenizer, sentences, "bank", layer="all")     # (n, L + 1, H)
     cosine_matrix(probe.cosine_distances(vectors), sentences, word="bank")      # one layer's distances
     drift_by_layer(vectors, sentences, word="bank")                             # how they move apart
     projection_2d(vectors, sentences, senses, word="bank")                      # a 2-D PCA, coloured by sense

@@ -27,9 +27,11 @@ import torch
 import torch.nn.functional as F
 from plotly.subplots import make_subplots
 
+from ..deprecation import renamed_arguments
 from ..model.bert import BertOutput
 from ..model.heads import IGNORE
 from ..probe.attention_maps import AttentionMap, attention_map
+from ..probe.fill_mask import GuessChange
 from .context_figures import cosine_matrix, drift_by_layer, projection_2d
 from .look import (COLORS, DIVERGING, EMBEDDING_PARTS, LAYOUT, PALETTE, SEQUENTIAL, as_float, check_index,
                    check_tokens, finish, shorten, token_labels)
@@ -160,7 +162,7 @@ def attention_heatmap(out: BertOutput, tokens: Sequence[str], layer=0, head=0, b
     list or "all" (combined by `reduce`); `words`, `hide_special` and `threshold` are
     `bertlab.probe.attention_map`'s, which chooses what is drawn (its docstring states the rules).
     """
-    amap = attention_map(_attentions(out), tokens, layer, head, reduce=reduce, words=words,
+    amap = attention_map(_attentions(out), tokens, layer=layer, head=head, reduce=reduce, words=words,
                          hide_special=hide_special, threshold=threshold, batch_index=batch_index)
     return attention_map_figure(amap)
 
@@ -236,11 +238,12 @@ def _ids(x, name: str, batch_index: int) -> torch.Tensor:
     return x.detach().cpu().long()
 
 
-def masking_figure(tokens: Sequence[str], inputs, labels, tok, batch_index: int = 0,
+@renamed_arguments(tok="tokenizer")
+def masking_figure(tokens: Sequence[str], inputs, labels, tokenizer, batch_index: int = 0,
                    per_row: int = 12) -> go.Figure:
     """What masked-LM corruption did to one text: each token a cell, coloured by its fate.
 
-    `inputs, labels = mask_tokens(ids, tok)`; `tokens` are the *original* tokens (`enc.tokens`). A chosen
+    `inputs, labels = mask_tokens(ids, tokenizer)`; `tokens` are the *original* tokens (`enc.tokens`). A chosen
     token is replaced by [MASK], by a random token, or kept; the model must predict every chosen one.
     (A random draw that happens to equal the original token looks, and is counted, as kept.)
     """
@@ -253,14 +256,14 @@ def masking_figure(tokens: Sequence[str], inputs, labels, tok, batch_index: int 
         raise ValueError(f"labels choose positions past the {T} tokens given: pass all the tokens of the text")
     inputs, labels = inputs[:T], labels[:T]
     chosen = labels != IGNORE
-    masked = chosen & (inputs == tok.mask_id)
+    masked = chosen & (inputs == tokenizer.mask_id)
     kept = chosen & (inputs == labels)
     rand = chosen & ~masked & ~kept
     fate = masked.long() + 2 * rand.long() + 3 * kept.long()               # 0 not chosen, 1 [MASK], 2 random, 3 kept
 
-    sees = [tok.id_to_token(int(i)) for i in inputs]
+    sees = [tokenizer.id_to_token(int(i)) for i in inputs]
     for i, t in enumerate(tokens):
-        original = tok.id_to_token(int(labels[i])) if chosen[i] else sees[i]
+        original = tokenizer.id_to_token(int(labels[i])) if chosen[i] else sees[i]
         if original != t:
             where = "labels" if chosen[i] else "inputs"
             raise ValueError(f"{where}[{i}] is {original!r} but tokens[{i}] is {t!r}: pass the tokens of the "
@@ -310,7 +313,7 @@ def _probability(p, name: str) -> float:
 def nsp_figure(p_isnext, a: str | None = None, b: str | None = None) -> go.Figure:
     """Next-sentence prediction as one bar split into P(IsNext) and P(NotNext) = 1 − P(IsNext).
 
-    `p_isnext` is what `probe.next_sentence(model, tok, a, b)` returns; pass `a` and `b` to show them.
+    `p_isnext` is what `probe.next_sentence(model, tokenizer, a, b)` returns; pass `a` and `b` to show them.
     """
     p = _probability(p_isnext, "p_isnext")
     pair = [str(a or ""), str(b or "")]
@@ -362,7 +365,7 @@ def fill_mask_layers_figure(result, mask_index: int = 0) -> go.Figure:
     text = the token, colour = its probability. Needs `fill_mask(..., by_layer=True)`."""
     i = _mask_guesses(result, mask_index)
     if not getattr(result, "by_layer", None):
-        raise ValueError("this FillMask has no per-layer guesses: call fill_mask(model, tok, text, by_layer=True)")
+        raise ValueError("this FillMask has no per-layer guesses: call fill_mask(model, tokenizer, text, by_layer=True)")
     rows = [layer[i] for layer in result.by_layer]                         # L of top-k guesses
     k = len(rows[0])
     layer_names = [f"layer {l}" for l in range(1, len(rows) + 1)]
@@ -413,12 +416,13 @@ def ablation_figure(effect) -> go.Figure:
                       xaxis=dict(title="token", tickangle=45),
                       yaxis=dict(title="cosine distance from all heads on", rangemode="tozero"),
                       width=max(520, 26 * len(labels) + 160), height=420)
-    tokens = [t for t, _, _ in effect.compared]
+    rows = [GuessChange(*row) for row in effect.compared]             # (token, before, after) triples work too
+    tokens = [row.token for row in rows]
     labels = token_labels(tokens)
     fig = go.Figure()
-    series = (("every head on", 1, PALETTE["mlm"]), (f"off: {off}", 2, PALETTE["notnext"]))
+    series = (("every head on", "before", PALETTE["mlm"]), (f"off: {off}", "after", PALETTE["notnext"]))
     for name, column, color in series:
-        fig.add_trace(go.Bar(x=[row[column] for row in effect.compared], y=labels, orientation="h", name=name,
+        fig.add_trace(go.Bar(x=[getattr(row, column) for row in rows], y=labels, orientation="h", name=name,
                              marker_color=color, customdata=tokens,
                              hovertemplate=f"%{{customdata}}, {name}: p = %{{x:.3f}}<extra></extra>"))
     return finish(fig, f"the guess for [MASK] with heads switched off ({off})", barmode="group",

@@ -13,8 +13,8 @@ the model runs once with `run_with_cache` and the numbers go straight into bertv
 That script loads d3 and jQuery from a CDN through require.js; as for the head view, bertlab inlines its
 own copies of both behind a local `require` shim (bertlab.viz.bertviz_views), so the view draws with no network.
 
-    neuron_view(model, tok, "The cat sat on the mat.", layer=2, head=0)      # last line of a cell: shown
-    html = neuron_view_html(model, tok, "The cat sat.", layer=2, head=0)     # the same, as a string
+    neuron_view(model, tokenizer, "The cat sat on the mat.", layer=2, head=0)      # last line of a cell: shown
+    html = neuron_view_html(model, tokenizer, "The cat sat.", layer=2, head=0)     # the same, as a string
 """
 
 from __future__ import annotations
@@ -24,11 +24,16 @@ import re
 import uuid
 from functools import lru_cache
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import torch
 
+from ..deprecation import renamed_arguments
 from ..probe import base_model, inference
 from .bertviz_views import REQUIRE_SHIM, bertviz, offline_scripts
+
+if TYPE_CHECKING:
+    from IPython.display import HTML
 
 __all__ = ["neuron_view", "neuron_view_html", "neuron_view_data", "NEURON_VIEW_MAX_TOKENS"]
 
@@ -59,7 +64,7 @@ def _neuron_js() -> str:
     return js
 
 
-def _check(model, tok, text, text_pair, layer, head, max_tokens):
+def _check(model, tokenizer, text, text_pair, layer, head, max_tokens):
     bert = base_model(model)
     L, H = bert.config.num_hidden_layers, bert.config.num_attention_heads
     for name, value, n in (("layer", layer, L), ("head", head, H)):
@@ -70,7 +75,7 @@ def _check(model, tok, text, text_pair, layer, head, max_tokens):
         raise ValueError(f"text must be a non-empty str (the sentence to look at), got {text!r}")
     if text_pair is not None and (not isinstance(text_pair, str) or not text_pair.strip()):
         raise ValueError(f"text_pair must be a non-empty str, or None for one sentence, got {text_pair!r}")
-    enc = tok(text, text_pair)
+    enc = tokenizer(text, text_pair)
     T = len(enc.input_ids)
     if T > bert.config.max_position_embeddings:
         raise ValueError(f"{T} tokens is more than the model's {bert.config.max_position_embeddings} positions: "
@@ -81,12 +86,13 @@ def _check(model, tok, text, text_pair, layer, head, max_tokens):
     return bert, enc, layer % L, head % H
 
 
-def neuron_view_data(model, tok, text: str, text_pair: str | None = None) -> dict:
+@renamed_arguments(tok="tokenizer")
+def neuron_view_data(model, tokenizer, text: str, text_pair: str | None = None) -> dict:
     """The structure neuron_view.js draws, as bertviz's `get_attention(..., include_queries_and_keys=True)`
     documents it: {"all": {left_text, right_text, attn, queries, keys}} (and "aa", "ab", "ba", "bb" for a
     pair), where attn[l][h] is (T, T) and queries[l][h], keys[l][h] are (T, Dh), from one forward pass.
     """
-    bert, enc, _, _ = _check(model, tok, text, text_pair, 0, 0, None)
+    bert, enc, _, _ = _check(model, tokenizer, text, text_pair, 0, 0, None)
     L = bert.config.num_hidden_layers
     names = [f"encoder.layer.{l}.attention.self.hook_{p}" for l in range(L) for p in ("q", "k", "pattern")]
     device = next(bert.parameters()).device
@@ -112,7 +118,8 @@ def neuron_view_data(model, tok, text: str, text_pair: str | None = None) -> dic
     return data
 
 
-def neuron_view_html(model, tok, text: str, layer: int = 0, head: int = 0, text_pair: str | None = None,
+@renamed_arguments(tok="tokenizer")
+def neuron_view_html(model, tokenizer, text: str, layer: int = 0, head: int = 0, text_pair: str | None = None,
                      display_mode: str = "dark", max_tokens: int | None = NEURON_VIEW_MAX_TOKENS) -> str:
     """The neuron view of `model` on `text` (and `text_pair`) as self-contained HTML: a <div> and one <script>.
 
@@ -122,7 +129,7 @@ def neuron_view_html(model, tok, text: str, layer: int = 0, head: int = 0, text_
     """
     if display_mode not in ("dark", "light"):
         raise ValueError(f"display_mode must be 'dark' or 'light', got {display_mode!r}")
-    _, _, layer, head = _check(model, tok, text, text_pair, layer, head, max_tokens)
+    _, _, layer, head = _check(model, tokenizer, text, text_pair, layer, head, max_tokens)
     root = f"bertviz-{uuid.uuid4().hex}"
     pair_menu = "" if text_pair is None else (
         '<span class="dropdown-label">Attention: </span><select id="filter">'
@@ -133,7 +140,7 @@ def neuron_view_html(model, tok, text: str, layer: int = 0, head: int = 0, text_
            '<span style="user-select:none"><span class="dropdown-label">Layer: </span><select id="layer"></select> '
            '<span class="dropdown-label">Head: </span><select id="att_head"></select> '
            f"{pair_menu}</span><div id='vis'></div></div>")
-    params = dict(attention=neuron_view_data(model, tok, text, text_pair), default_filter="all", root_div_id=root,
+    params = dict(attention=neuron_view_data(model, tokenizer, text, text_pair), default_filter="all", root_div_id=root,
                   bidirectional=not getattr(base_model(model).config, "is_decoder", False), display_mode=display_mode,
                   layer=layer, head=head)
     # escape <, >, & so that a token such as "</script>" stays data
@@ -143,11 +150,12 @@ def neuron_view_html(model, tok, text: str, layer: int = 0, head: int = 0, text_
     return div + '\n<script type="text/javascript">\n' + script + "\n</script>\n"
 
 
-def neuron_view(model, tok, text: str, layer: int = 0, head: int = 0, text_pair: str | None = None,
-                display_mode: str = "dark", max_tokens: int | None = NEURON_VIEW_MAX_TOKENS):
+@renamed_arguments(tok="tokenizer")
+def neuron_view(model, tokenizer, text: str, layer: int = 0, head: int = 0, text_pair: str | None = None,
+                display_mode: str = "dark", max_tokens: int | None = NEURON_VIEW_MAX_TOKENS) -> HTML:
     """bertviz's neuron view of head `head` in layer `layer`, offline: an `IPython.display.HTML` (its `.data`
     is the HTML). Hover a token on the left: q, k, q × k per dimension, q·k / √Dh and the softmax appear.
     """
     from IPython.display import HTML
 
-    return HTML(neuron_view_html(model, tok, text, layer, head, text_pair, display_mode, max_tokens))
+    return HTML(neuron_view_html(model, tokenizer, text, layer, head, text_pair, display_mode, max_tokens))

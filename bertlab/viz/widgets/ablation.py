@@ -51,8 +51,8 @@ class HeadAblation(Widget):
         self.importance_out = W.Output()
         self.importance: probe.HeadImportance | None = None
         self.importance_figure: go.Figure | None = None
-        self.predictions: list[tuple[str, float]] | None = None
-        self.baseline: list[tuple[str, float]] | None = None
+        self.predictions: list[probe.Guess] | None = None
+        self.baseline: list[probe.Guess] | None = None
         self.change: torch.Tensor | None = None
         self.effect: probe.AblationEffect | None = None
         self._ablation: probe.Ablation | None = None     # the text's run with every head on, kept
@@ -145,7 +145,7 @@ class HeadAblation(Widget):
         enc = self._encode(self.text.value)
         ablation = self._ablation
         if ablation is None or ablation.model is not self.model or ablation.enc.input_ids != enc.input_ids:
-            ablation = self._ablation = probe.Ablation(self.model, self.tok, self.text.value)
+            ablation = self._ablation = probe.Ablation(self.model, self.tokenizer, self.text.value)
             self.importance = self.importance_figure = None
             show_figure(self.importance_out, None)
         self.effect = effect = ablation.effect(self.ablated, top_k=self.top_k)
@@ -154,9 +154,10 @@ class HeadAblation(Widget):
         if effect.metric == "prediction":
             self._offer_switch(False)
             self.baseline, self.predictions, self.change = effect.baseline, effect.guesses, None
-            (b_tok, b_p), (a_tok, a_p) = self.baseline[0], self.predictions[0]
+            before, after = self.baseline[0], self.predictions[0]
             self.summary.value = html.escape(
-                f"top guess with every head on: {b_tok} ({b_p:.3f}); heads off ({off}): {a_tok} ({a_p:.3f})",
+                f"top guess with every head on: {before.token} ({before.probability:.3f}); heads off ({off}): "
+                f"{after.token} ({after.probability:.3f})",
                 quote=False)
             if len(effect.mask_positions) > 1:
                 self.say("the text has several [MASK]s: the guesses shown are for the first")
@@ -179,6 +180,6 @@ class HeadAblation(Widget):
     def rank_heads(self) -> None:
         """Score every head alone with `probe.head_importance` (L × heads forward passes) and show it."""
         self._encode(self.text.value)
-        self.importance = probe.head_importance(self.model, self.tok, self.text.value)
+        self.importance = probe.head_importance(self.model, self.tokenizer, self.text.value)
         self.importance_figure = F.head_importance_figure(self.importance)
         show_figure(self.importance_out, self.importance_figure)

@@ -175,7 +175,7 @@ class AttentionExplorer(Widget):
         key = (self._fwd_key, "guesses")
         if self._keys.get("guesses") != key:
             pair = self.text_pair.value.strip() or None
-            self.guesses = probe.fill_mask(self.model, self.tok, self.text.value, top_k=5, text_pair=pair)
+            self.guesses = probe.fill_mask(self.model, self.tokenizer, self.text.value, top_k=5, text_pair=pair)
             self._keys["guesses"] = key
             rows = []
             for n, (pos, guesses) in enumerate(zip(self.guesses.mask_positions, self.guesses.guesses), 1):
@@ -192,6 +192,6 @@ class AttentionExplorer(Widget):
                              "the heatmap and the grid still work")
         b_start = enc.token_type_ids.index(1) if 1 in enc.token_type_ids else None
         try:
-            return head_view_html(out, enc.tokens, b_start, layer=layer)
+            return head_view_html(out, enc.tokens, sentence_b_start=b_start, layer=layer)
         except ImportError as e:                    # bertviz is optional: bertviz_views.bertviz says how to get it
             raise ValueError(f"not available in this installation ({e})") from None

@@ -29,6 +29,7 @@ import plotly.io as pio
 
 from ... import probe
 from ...checkpoint import load
+from ...deprecation import warn_renamed
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +111,7 @@ class Widget:
         self.switch = W.Button(description=f"switch to {WITH_HEADS}", button_style="info",
                                layout=W.Layout(display="none", width="auto"))
         self.switch.on_click(lambda _: self._run(self._switch))
-        self.model = self.tok = None
+        self.model = self.tokenizer = None
         self._model_error: str | None = None
         self._load(name)
         self.model_select.observe(lambda change: self._run(self._change_model), names="value")
@@ -140,12 +141,18 @@ class Widget:
 
     def _load(self, name: str) -> None:
         try:
-            self.model, self.tok = self._custom[name] if name in self._custom else load_model(name)
+            self.model, self.tokenizer = self._custom[name] if name in self._custom else load_model(name)
             self._model_error = None
         except Exception as e:                       # a missing checkpoint is a message, not a traceback
             logger.debug("loading %s failed", name, exc_info=True)
-            self.model = self.tok = None
+            self.model = self.tokenizer = None
             self._model_error = f"could not load {name!r}: {e}"
+
+    @property
+    def tok(self):
+        """Deprecated: the tokenizer is `tokenizer`, as everywhere in bertlab."""
+        warn_renamed(f"{type(self).__name__}.tok", f"{type(self).__name__}.tokenizer", stacklevel=3)
+        return self.tokenizer
 
     @property
     def model_name(self) -> str:
@@ -288,12 +295,12 @@ class Widget:
 
     # -- text and the cached forward pass
     def _limit(self) -> int:
-        return probe.max_length(self.model, self.tok)
+        return probe.max_length(self.model, self.tokenizer)
 
     def _encode(self, text: str, text_pair: str | None = None, what: str = "text"):
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"the {what} is empty: type a sentence")
-        enc = self.tok(text, text_pair.strip() if text_pair and text_pair.strip() else None)
+        enc = self.tokenizer(text, text_pair.strip() if text_pair and text_pair.strip() else None)
         if len(enc) > self._limit():
             raise ValueError(f"the {what} is {len(enc)} tokens; {self.display_name} takes at most "
                              f"{self._limit()} — shorten it")

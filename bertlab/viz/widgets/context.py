@@ -88,14 +88,14 @@ class ContextExplorer(Widget):
             raise ValueError("the word is empty: type the word to follow, e.g. bank")
         texts, senses = self._parse()
         for i, t in enumerate(texts):
-            n = len(self.tok(t))
+            n = len(self.tokenizer(t))
             if n > self._limit():
                 raise ValueError(f"sentence {i + 1} is {n} tokens; {self.display_name} takes at most "
                                  f"{self._limit()} — shorten it")
         key = (id(self.model), word, tuple(texts))
         if self._keys.get("vectors") != key:
             try:
-                self.vectors = probe.word_vectors(self.model, self.tok, texts, word, layer="all")   # (n, L+1, H)
+                self.vectors = probe.word_vectors(self.model, self.tokenizer, texts, word, layer="all")   # (n, L+1, H)
             except ValueError as e:
                 raise ValueError(_missing_word(str(e), word, texts)) from None
             self.distances = probe.cosine_distances(self.vectors)                              # (L+1, n, n)

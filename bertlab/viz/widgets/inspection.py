@@ -69,7 +69,7 @@ class NeuronExplorer(Widget):
         enc = self._encode(self.text.value)
         key = (id(self.model), tuple(enc.input_ids), self.layer.value, self.head.value)
         if key != self._key:
-            self.neurons = attention_neurons(self.model, self.tok, self.text.value, self.layer.value, self.head.value)
+            self.neurons = attention_neurons(self.model, self.tokenizer, self.text.value, self.layer.value, self.head.value)
             self._key = key
         tokens = self.neurons.tokens
         options = [(f"{t} ({i})", i) for i, t in enumerate(tokens)]
@@ -90,7 +90,7 @@ class NeuronExplorer(Widget):
         if self.show_view.value:
             view_key = (id(self.model), tuple(enc.input_ids), self.layer.value, self.head.value)
             if view_key != self._view_key:
-                self.view_html = neuron_view_html(self.model, self.tok, self.text.value, self.layer.value,
+                self.view_html = neuron_view_html(self.model, self.tokenizer, self.text.value, self.layer.value,
                                                   self.head.value, max_tokens=NEURON_VIEW_MAX_TOKENS)
                 self._view_key = view_key
                 show_html(self.view_out, self.view_html, "bertviz neuron view")
@@ -154,10 +154,10 @@ class SaliencyExplorer(Widget):
             raise ValueError(f"{self.display_name} has no masked-LM head, so there is no prediction to explain "
                              f"— switch to {WITH_HEADS}, which was pre-trained with one")
         self._offer_switch(False)
-        if self.tok.mask_id not in enc.input_ids:
+        if self.tokenizer.mask_id not in enc.input_ids:
             raise ValueError("put [MASK] where the model should guess a word, e.g. 'The river [MASK] was muddy.'")
         target = self.target.value.strip() or None
-        self.result = saliency(self.model, self.tok, self.text.value, target=target, method=self.method.value,
+        self.result = saliency(self.model, self.tokenizer, self.text.value, target=target, method=self.method.value,
                                steps=self.steps.value)
         out = self._forward(enc, output_attentions=True)
         self.figure = saliency_figure(self.result, out.attentions)
@@ -200,7 +200,7 @@ class ContextSearch(Widget):
         if not word:
             raise ValueError("the word is empty: type the word to look up, e.g. bank")
         self._encode(self.text.value)                           # checks the length, says so if too long
-        self.result = nearest_contexts(self.model, self.tok, self.text.value, word, corpus=self.corpus,
+        self.result = nearest_contexts(self.model, self.tokenizer, self.text.value, word, corpus=self.corpus,
                                        layer=self.layer.value, k=self.k.value)
         self.html = nearest_contexts_html(self.result)
         if not self.result.cached:

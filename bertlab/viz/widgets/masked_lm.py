@@ -1,7 +1,7 @@
 """MaskPlayground (notebook 04): click a token to hide it behind [MASK] → the model's guesses, layer by layer.
 
     w = MaskPlayground("She deposited her money in the bank.", mask="bank")
-    w.predictions                      # [("bank", 0.6...), ...]: the top-k for the hidden token
+    w.predictions                      # [Guess("bank", 0.6...), ...]: the top-k for the hidden token
     w.mask("money")                    # hide another one (a position or a token)
 """
 
@@ -23,7 +23,7 @@ class MaskPlayground(Widget):
     The click replaces that token's id with [MASK] (no re-tokenizing), runs the model once and reads every
     layer's hidden state at that position through the MLM head. `mask(i)` does the same from Python
     (i = token position, as in `tokens_list`, or a token such as "bank"); `mask=` picks the first one.
-    `result` is a `probe.FillMask`, `predictions` its top-k as (token, probability).
+    `result` is a `probe.FillMask`, `predictions` its top-k as `Guess`es (token, probability).
     """
 
     default_model = "bertlab-mini"
@@ -50,11 +50,11 @@ class MaskPlayground(Widget):
         self._run(self._new_text)
 
     @property
-    def predictions(self) -> list[tuple[str, float]] | None:
-        """The top-k guesses for the masked token as (token, probability), most probable first."""
+    def predictions(self) -> list[probe.Guess] | None:
+        """The top-k guesses for the masked token (`Guess`: token, probability), most probable first."""
         if self.result is None:
             return None
-        return [(g.token, g.probability) for g in self.result.guesses[0]]
+        return list(self.result.guesses[0])
 
     @property
     def masked(self) -> int | None:
@@ -104,20 +104,20 @@ class MaskPlayground(Widget):
         self.tokens_list = []
         self.tokens.options = []
         self.tokens.value = None
-        if self.tok is None or not self.text.value.strip():
+        if self.tokenizer is None or not self.text.value.strip():
             return
-        enc = self.tok(self.text.value)
+        enc = self.tokenizer(self.text.value)
         self.tokens_list = enc.tokens
         if len(enc) > self._limit():
             return                                          # _update says what is wrong
         self._enc = enc
         self.tokens.options = [(t, i) for i, t in enumerate(enc.tokens) if 0 < i < len(enc) - 1]
-        special = {self.tok.cls_id, self.tok.sep_id, self.tok.pad_id}
+        special = {self.tokenizer.cls_id, self.tokenizer.sep_id, self.tokenizer.pad_id}
         # the position asked for, else the text's own [MASK], else the position masked before
         if isinstance(self._initial_mask, str):
             self._initial_mask = next((i for i, t in enumerate(enc.tokens) if t in (self._initial_mask,
                                        self._initial_mask.lower())), None)
-        in_text = next((i for i, t in enumerate(enc.input_ids) if t == self.tok.mask_id), None)
+        in_text = next((i for i, t in enumerate(enc.input_ids) if t == self.tokenizer.mask_id), None)
         choice = next((c for c in (self._initial_mask, in_text, keep)
                        if c is not None and 0 < c < len(enc) - 1), None)
         self._initial_mask = None
@@ -138,7 +138,7 @@ class MaskPlayground(Widget):
             show_figure(self.layers_out, None)
             self.say("click a token to hide it behind [MASK]")
             return
-        self.result = probe.fill_mask(self.model, self.tok, self.text.value, top_k=self.top_k.value,
+        self.result = probe.fill_mask(self.model, self.tokenizer, self.text.value, top_k=self.top_k.value,
                                       by_layer=True, positions=[i])
         self.figure = F.fill_mask_figure(self.result)
         self.layers_figure = F.fill_mask_layers_figure(self.result)

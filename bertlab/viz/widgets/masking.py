@@ -92,7 +92,7 @@ class MaskingLab(Widget):
             if n == 1:
                 return
             n -= 1
-        enc, tok = self._enc, self.tok
+        enc, tok = self._enc, self.tokenizer
         ids = torch.tensor(enc.input_ids).expand(n, len(enc))                  # (n, T)
         inputs, labels = mask_tokens(ids, tok, generator=self.generator, mode=self.mode.value,
                                      whole_word=self.whole_word.value)

@@ -1,7 +1,7 @@
 """NSPExplorer (notebook 05): sentence A, sentence B → P(IsNext), the NSP head's verdict on the pair.
 
     w = NSPExplorer("It rained all day.", "The river rose.")
-    w.probability                      # probe.next_sentence(model, tok, a, b)
+    w.probability                      # probe.next_sentence(model, tokenizer, a, b)
     w.swap.click()                     # B before A: usually less likely
 """
 
@@ -50,6 +50,6 @@ class NSPExplorer(Widget):
         self._encode(a, what="sentence A")
         self._encode(b, what="sentence B")
         self._encode(a, b, what="pair A + B")
-        self.probability = probe.next_sentence(self.model, self.tok, a, b)
+        self.probability = probe.next_sentence(self.model, self.tokenizer, a, b)
         self.figure = F.nsp_figure(self.probability, a, b)
         show_figure(self.out, self.figure)
