@@ -12,12 +12,10 @@ from .model import (Bert, BertForMaskedLM, BertForMultipleChoice, BertForPreTrai
                     BertForSequenceClassification, BertForTokenClassification, BertOutput, EmbeddingParts)
 from .pretraining import make_pairs, mask_tokens
 from .pretraining.trainer import pretrain
-from .probe import (ablate, attention_map, attention_neurons, attention_rollout, contextuality, cosine_distances, fill_mask,
-                    head_importance, head_types, load_probing_set, nearest_contexts, next_sentence, probe_layers,
-                    saliency, sentence_embedding, word_vectors)
-from .probe.minimal_pairs import compare_fill
-from .probe.mixing import context_mixing, mixing_scoreboard
-from .probe.patching import patch
+from .probe import (ablate, attention_map, attention_neurons, attention_rollout, compare_fill, context_mixing,
+                    contextuality, cosine_distances, fill_mask, head_importance, head_types, load_probing_set,
+                    mixing_scoreboard, nearest_contexts, next_sentence, patch, probe_layers, saliency,
+                    sentence_embedding, word_vectors)
 from .tokenizer import Batch, Encoding, Tokenizer
 from .utils import set_seed
 

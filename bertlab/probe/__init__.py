@@ -10,6 +10,9 @@ Every probe takes `(model, tokenizer, text, ...)` first:
     attention_map(model, tokenizer, "The river bank.", layer=2, head="all")  # what a heatmap shows
     head_importance(model, tokenizer, "The river [MASK] was muddy.", targets=["bank"])
     Ablation(model, tokenizer, "The river [MASK] was muddy.").effect([(0, 1)])   # guesses with that head off
+    patch(model, tokenizer, clean, corrupt, site="resid")                    # what *causes* the prediction
+    compare_fill(model, tokenizer, text_a, text_b)                           # one word changed: what moved
+    context_mixing(model, tokenizer, text)                                   # six answers to "which tokens fed it?"
 
 Each probe lives in the module named for it (`fill_mask` in probe/fill_mask.py, `ablate` in
 probe/ablation.py); this file only re-exports them. What every probe (and every widget) runs on is in
@@ -28,9 +31,12 @@ from .cosine import cosine_distances
 from .fill_mask import FillMask, Guess, GuessChange, fill_mask
 from .head_types import HeadTypes, head_types
 from .layers import LayerProbe, ProbingSet, load_probing_set, probe_layers
+from .minimal_pairs import FillComparison, FillShift, compare_fill
+from .mixing import ContextMixing, MixingScoreboard, context_mixing, leave_one_out, mixing_scoreboard, spearman
 from .nearest import NearestContexts, nearest_contexts
 from .neurons import AttentionNeurons, attention_neurons
 from .next_sentence import next_sentence
+from .patching import Patching, patch
 from .rollout import attention_rollout
 from .running import (attention_weights, base_model, embedding_parts, has_mlm_head, has_nsp_head, inference,
                       max_length, mlm_head, run)
@@ -48,6 +54,8 @@ __all__ = [
     "saliency", "Saliency", "head_types", "HeadTypes", "contextuality", "Contextuality", "nearest_contexts",
     "NearestContexts", "probe_layers", "LayerProbe", "load_probing_set", "ProbingSet",
     # interventions
+    "patch", "Patching", "compare_fill", "FillComparison", "FillShift", "context_mixing", "ContextMixing",
+    "mixing_scoreboard", "MixingScoreboard", "leave_one_out", "spearman",
     "ablate", "Ablation", "AblationEffect", "HeadImportance", "head_importance",
     # running a model for a probe
     "inference", "base_model", "has_mlm_head", "has_nsp_head", "mlm_head", "max_length", "run",

@@ -198,6 +198,7 @@ def _ranks(x: torch.Tensor) -> torch.Tensor:
 
 
 def spearman(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Spearman's rank correlation of two 1-D tensors (ties averaged): 1 = the same order, -1 = reversed."""
     ra, rb = _ranks(a.double()), _ranks(b.double())
     ra, rb = ra - ra.mean(), rb - rb.mean()
     denom = float(ra.norm() * rb.norm())
@@ -213,6 +214,7 @@ class MixingScoreboard:
     summary: dict[str, tuple[float, float]]
 
     def best(self) -> str:
+        """The measure with the highest mean ρ."""
         return next(iter(self.summary))
 
 

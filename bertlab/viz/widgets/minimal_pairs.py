@@ -90,7 +90,7 @@ class MinimalPairs(Widget):
         a, b = self.text_a.value, self.text_b.value
         self._encode(a, what="sentence a")
         self._encode(b, what="sentence b")
-        self.comparison = compare_fill(self.model, self.tok, a, b, top_k=self.top_k)
+        self.comparison = compare_fill(self.model, self.tokenizer, a, b, top_k=self.top_k)
         ta, tb = self.comparison.top_a, self.comparison.top_b
         self.summary.value = (f"top guess in a: <b>{html.escape(ta.token)}</b> ({ta.p_a:.2f}) · "
                               f"in b: <b>{html.escape(tb.token)}</b> ({tb.p_b:.2f})")
@@ -111,7 +111,7 @@ class MinimalPairs(Widget):
         """Patch every cell of the chosen site between the two sentences; the heatmap shows the effects."""
         if self.comparison is None:
             raise ValueError(self.error or "fix the sentences first")
-        self.patching = patch(self.model, self.tok, self.text_a.value, self.text_b.value,
+        self.patching = patch(self.model, self.tokenizer, self.text_a.value, self.text_b.value,
                               site=self.site.value, direction=self.direction.value)
         self.patch_figure = F.patching_figure(self.patching)
         show_figure(self.patch_out, self.patch_figure)
