@@ -10,7 +10,8 @@ control's `.value` (a slider, a text box, a token button, a head toggle) or clic
 synchronously, so the time from the assignment until it returns is the time until `w.figure` holds the new
 figure (and the Output area its JSON). Inputs alternate between two values, each of which needs the work a
 real change needs: a slider reuses the cached forward pass (as it does for a person), a text change runs
-the model again. p50 and p95 over the timed interactions; target p95 ≤ 100 ms.
+the model again. p50 and p95 over the timed interactions; target p95 ≤ 100 ms, except where a case does more than one
+forward pass by design (TARGETS_MS: integrated gradients with 16 steps ≤ 200 ms, a patching sweep ≤ 1 s).
 
 MiniLM has no MLM or
 NSP head, so MaskPlayground and NSPExplorer run on bertlab-tiny and bertlab-mini only.
@@ -178,6 +179,22 @@ def context_sentences(model, tok):
     return w, step
 
 
+PATCH_PAIR = ("He took his money to the [MASK] on the corner early this morning.",     # 16 tokens each
+              "He took his boat to the [MASK] on the corner early this morning.")
+
+
+def patch_click(model, tok):
+    """A click on "patch": every (layer, position) of the residual stream, (L + 1) × 16 patched runs."""
+    w = W.MinimalPairs(*PATCH_PAIR, model=model)
+    assert len(w.tokenizer(PATCH_PAIR[0])) == 16
+
+    def step(i):
+        w.direction.value = ("denoise", "noise")[i % 2]       # a new direction: the sweep runs again
+        w.patch_button.click()
+        w.figure = w.patch_figure                             # what run_case checks: the heatmap is there
+    return w, step
+
+
 def ablation_toggle(model, tok):
     w = W.HeadAblation(fit(tok, PASSAGE.replace(" bank ", " [MASK] ", 1)), model=model)
     w.toggle(0, 0, off=True)                   # one head stays off, so every toggle below needs a forward pass
@@ -204,7 +221,13 @@ CASES = [  # (widget, interaction, build, models)
     ("SaliencyExplorer", "target-gradient", saliency_method("gradient"), WITH_HEADS),
     ("SaliencyExplorer", "target-ig16", saliency_method("integrated_gradients", 16), WITH_HEADS),
     ("ContextSearch", "layer-slider", context_search_layer, MODELS),
+    ("MinimalPairs", "patch-resid-16", patch_click, WITH_HEADS),
 ]
+
+# cases with their own target (p95): a patching sweep is (L + 1) × T forward rows, integrated gradients a
+# forward and a backward pass of steps + 2 rows; every other interaction should feel instant (≤ 100 ms)
+TARGETS_MS = {"SaliencyExplorer/bertlab-mini/target-ig16": 200.0, "MinimalPairs/bertlab-mini/patch-resid-16": 1000.0,
+              "MinimalPairs/bertlab-tiny/patch-resid-16": 1000.0}
 
 
 def run_case(build, name: str, interactions: int, warmup: int) -> dict:
@@ -232,6 +255,8 @@ def run_case(build, name: str, interactions: int, warmup: int) -> dict:
 
 
 def _tokens(w) -> int | str:
+    if hasattr(w, "text_a"):
+        return len(w.tokenizer(w.text_a.value))
     if hasattr(w, "text"):
         return len(w.tokenizer(w.text.value, getattr(w, "text_pair", None) and w.text_pair.value or None))
     if hasattr(w, "a"):
@@ -278,11 +303,11 @@ def main(argv=None) -> int:
             r = run_case(build, name, args.interactions, args.warmup)
             C.log(f"{case}: p50 {r['p50_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, max {r['max_ms']:.1f} ms, "
                   f"{r['tokens']} tokens, others used {r['others_cores']:.2f} cores")
-            rows.append(dict(case=case, **r))
+            rows.append(dict(case=case, target_ms=TARGETS_MS.get(case, TARGET_MS), **r))
     table = [(r["case"], r["tokens"], f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}",
-              "yes" if r["p95_ms"] <= TARGET_MS else "no") for r in rows]
+              f"{'yes' if r['p95_ms'] <= r['target_ms'] else 'no'} (≤ {r['target_ms']:.0f})") for r in rows]
     print(C.machine_header(info))
-    print(C.format_table(["case", "tokens", "p50 ms", "p95 ms", f"p95 ≤ {TARGET_MS:.0f} ms"], table,
+    print(C.format_table(["case", "tokens", "p50 ms", "p95 ms", "p95 on target (ms)"], table,
                          markdown=args.markdown))
     if args.json:
         C.write_json(args.json, rows)

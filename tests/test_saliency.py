@@ -131,3 +131,22 @@ def test_saliency_needs_a_head_it_can_explain(tiny):
     clf = bertlab.BertForSequenceClassification(model.bert, num_labels=2)
     with pytest.raises(ValueError, match="label index 0 … 1"):
         saliency(clf, tok, "A text.", target=5)
+
+
+def test_integrated_gradients_kept_for_one_text_answers_every_target_as_a_fresh_run(mini):
+    # the forward pass along the path is kept and only the backward pass runs per target: each answer must be
+    # the one a fresh call gives, in any order, and the model must come out as it went in (no hooks, eval)
+    from bertlab.probe.saliency import IntegratedGradients
+    from testkit import no_hooks_anywhere
+    model, tok = mini
+    ig = IntegratedGradients(model, tok, DOOR, steps=16)
+    for target in ("door", "window", None, "door"):
+        kept, fresh = ig(target), saliency(model, tok, DOOR, target=target, steps=16)
+        assert kept.target == fresh.target
+        assert torch.allclose(kept.scores, fresh.scores, atol=1e-5) and kept.delta == pytest.approx(fresh.delta, abs=1e-5)
+    many = IntegratedGradients(model, tok, DOOR, steps=40)               # more than CHUNK: nothing kept, chunked
+    assert many._kept is None
+    assert torch.allclose(many("door").scores, saliency(model, tok, DOOR, target="door", steps=40).scores, atol=1e-5)
+    assert no_hooks_anywhere(model) and not any(p.grad is not None for p in model.parameters())
+    with pytest.raises(ValueError, match="WordPieces"):
+        ig("doorknobs galore")

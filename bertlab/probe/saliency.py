@@ -39,6 +39,7 @@ steps is one forward and one backward pass of 18 rows: the 16 points, and x and 
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import torch
@@ -114,6 +115,112 @@ def _readout(model, tokenizer, enc, target):
                      f"BertForSequenceClassification, got {type(model).__name__}")
 
 
+def _check(method: str, steps, baseline: str, text) -> None:
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if baseline not in BASELINES:
+        raise ValueError(f"baseline must be 'pad' (words replaced by [PAD]) or 'zero', got {baseline!r}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive int (16 is quick, 50 usual, 200 precise), got {steps!r}")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"text must be a non-empty str, got {text!r}")
+
+
+@contextlib.contextmanager
+def _eval(model):
+    """Eval mode (no dropout: the same f at every point) for the body; each module's own mode afterwards."""
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        yield
+    finally:
+        for m, mode in modes:
+            m.training = mode
+
+
+class _Input:
+    """What every method needs for one text: the encoding, f's readout, the input x and the baseline b
+    (embedding sums, (1, T, H)), and `scores_at(e)`, f's scores with e in place of the embedding sum."""
+
+    def __init__(self, model, tokenizer, text: str, target, baseline: str):
+        bert = base_model(model)
+        enc = tokenizer(text)
+        limit = max_length(model, tokenizer)
+        if len(enc.input_ids) > limit:
+            raise ValueError(f"{len(enc.input_ids)} tokens is more than the {limit} this model takes: shorten the text")
+        self.readout, self.tid, self.pos = _readout(model, tokenizer, enc, target)
+        self.bert, self.enc, self.tokenizer, self.baseline = bert, enc, tokenizer, baseline
+        self.inputs = {k: v.to(bert.device) for k, v in enc.to_tensors().items()}        # each (1, T)
+        with torch.no_grad(), _eval(model):                   # e = token + segment + position, before LayerNorm
+            ids, types = self.inputs["input_ids"], self.inputs["token_type_ids"]
+            self.x = bert.embeddings(ids, types).sum.float()                               # (1, T, H)
+            if baseline == "pad":
+                keep = torch.tensor(sorted({tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id}), device=ids.device)
+                blank = ids.masked_fill(~torch.isin(ids, keep), tokenizer.pad_id)
+                self.b = bert.embeddings(blank, types).sum.float()                         # (1, T, H)
+            else:
+                self.b = torch.zeros_like(self.x)
+
+    def scores_at(self, e: torch.Tensor) -> torch.Tensor:   # e: (n, T, H) replaces the embedding sum → (n, V)
+        batch = {k: v.expand(e.shape[0], -1) for k, v in self.inputs.items()}
+        with self.bert.hooks([("embeddings.hook_sum", lambda a, _: e.to(a.dtype))]):
+            return self.readout(batch, self.bert)
+
+
+class IntegratedGradients:
+    """Integrated gradients for one text, ready for any target: `IntegratedGradients(model, tok, text)(target)`.
+
+    The forward pass along the path does not depend on the target (only which output is differentiated
+    does), so with up to `CHUNK` steps it runs once, here, and is kept: each target then costs one backward
+    pass. That is what lets SaliencyExplorer answer a new target word in half the time. The real input x and
+    the baseline b ride along in the same batch as rows 0 and 1, for f at both ends. With more steps than
+    `CHUNK` each call runs the path in chunks (memory stays flat) and nothing is kept.
+    """
+
+    def __init__(self, model, tokenizer, text: str, steps: int = 50, baseline: str = "pad"):
+        _check("integrated_gradients", steps, baseline, text)
+        self.model, self.steps = model, steps
+        self._in = _Input(model, tokenizer, text, None, baseline)
+        x, b = self._in.x, self._in.b
+        self._alphas = (torch.arange(steps, dtype=torch.float32, device=x.device) + 0.5) / steps   # midpoints
+        self._kept = None
+        if steps <= CHUNK:
+            with torch.enable_grad(), _eval(model):           # works inside a caller's torch.no_grad() too
+                path = (b + self._alphas.view(-1, 1, 1) * (x - b)).requires_grad_(True)      # (n, T, H)
+                out = self._in.scores_at(torch.cat([x, b, path]))                             # (2 + n, V)
+            self._kept = (path, out)
+
+    def __call__(self, target=None) -> Saliency:
+        """The attribution of `target` (a one-piece word for a masked LM, a label index for a classifier; None:
+        the model's top prediction at x)."""
+        inp = self._in
+        _, tid, _ = _readout(self.model, inp.tokenizer, inp.enc, target)    # the same checks as saliency()
+        x, b, total = inp.x, inp.b, torch.zeros_like(inp.x)
+        with torch.enable_grad(), _eval(self.model):
+            if self._kept is not None:
+                path, out = self._kept
+                tid = int(out[0].argmax()) if tid is None else tid
+                (grad,) = torch.autograd.grad(out[2:, tid].sum(), path, retain_graph=True)
+                total += grad.sum(0, keepdim=True)
+            else:
+                out = None
+                for chunk in self._alphas.split(CHUNK):
+                    path = (b + chunk.view(-1, 1, 1) * (x - b)).requires_grad_(True)           # (n, T, H)
+                    rows = path if out is not None else torch.cat([x, b, path])
+                    scores = inp.scores_at(rows)
+                    if out is None:
+                        out = scores[:2].detach()
+                        tid = int(out[0].argmax()) if tid is None else tid
+                        scores = scores[2:]
+                    (grad,) = torch.autograd.grad(scores[:, tid].sum(), path)
+                    total += grad.sum(0, keepdim=True)
+        f_x, f_b = float(out[0, tid].detach()), float(out[1, tid].detach())
+        scores = ((x - b) * total / self.steps).sum(-1)[0]                                     # (T,)
+        delta = abs(float(scores.sum()) - (f_x - f_b))
+        return Saliency(list(inp.enc.tokens), scores.detach().cpu(), delta, "integrated_gradients",
+                        _name(inp.tokenizer, tid, inp.pos), f_x, f_b, self.steps, inp.baseline, inp.pos)
+
+
 def saliency(model, tokenizer, text: str, target=None, method: str = "integrated_gradients", steps: int = 50,
              baseline: str = "pad") -> Saliency:
     """How much each token of `text` supports `target` (see the module docstring for the three methods).
@@ -123,76 +230,23 @@ def saliency(model, tokenizer, text: str, target=None, method: str = "integrated
     200 precise). `baseline`: "pad" (words replaced by [PAD], the default) or "zero". The model runs in
     eval mode; every module's mode comes back afterwards and no parameter gets a `.grad`.
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    if baseline not in BASELINES:
-        raise ValueError(f"baseline must be 'pad' (words replaced by [PAD]) or 'zero', got {baseline!r}")
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a positive int (16 is quick, 50 usual, 200 precise), got {steps!r}")
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError(f"text must be a non-empty str, got {text!r}")
-    bert = base_model(model)
-    enc = tokenizer(text)
-    limit = max_length(model, tokenizer)
-    if len(enc.input_ids) > limit:
-        raise ValueError(f"{len(enc.input_ids)} tokens is more than the {limit} this model takes: shorten the text")
-    readout, tid, pos = _readout(model, tokenizer, enc, target)
-
-    inputs = {k: v.to(bert.device) for k, v in enc.to_tensors().items()}              # each (1, T)
-    modes = [(m, m.training) for m in model.modules()]
-    model.eval()                                              # no dropout: the same f at every point
-    try:
-        with torch.no_grad():                                 # e = token + segment + position, before LayerNorm
-            x = bert.embeddings(inputs["input_ids"], inputs["token_type_ids"]).sum.float()   # (1, T, H)
-            if baseline == "pad":
-                keep = torch.tensor(sorted({tokenizer.cls_id, tokenizer.sep_id, tokenizer.mask_id}),
-                                    device=x.device)
-                ids = inputs["input_ids"].masked_fill(~torch.isin(inputs["input_ids"], keep), tokenizer.pad_id)
-                b = bert.embeddings(ids, inputs["token_type_ids"]).sum.float()             # (1, T, H)
-            else:
-                b = torch.zeros_like(x)
-
-        def scores_at(e: torch.Tensor) -> torch.Tensor:      # e: (n, T, H) replaces the embedding sum → (n, V)
-            batch = {k: v.expand(e.shape[0], -1) for k, v in inputs.items()}
-            with bert.hooks([("embeddings.hook_sum", lambda a, _: e.to(a.dtype))]):
-                return readout(batch, bert)
-
-        if method == "integrated_gradients":
-            # One batch, one forward and one backward: the real input x and the baseline b ride along as rows 0
-            # and 1 (f at both ends, and the top guess at x when no target is given), the path points after
-            # them; only the path needs gradients. Chunks of CHUNK keep memory flat for many steps.
-            alphas = (torch.arange(steps, dtype=torch.float32, device=x.device) + 0.5) / steps  # midpoints
-            total = torch.zeros_like(x)
-            f_x = f_b = None
-            with torch.enable_grad():                         # works inside a caller's torch.no_grad() too
-                for chunk in alphas.split(CHUNK):
-                    path = (b + chunk.view(-1, 1, 1) * (x - b)).requires_grad_(True)           # (n, T, H)
-                    rows = path if f_x is not None else torch.cat([x, b, path])                 # (2 + n, T, H)
-                    out = scores_at(rows)                                                       # (rows, V)
-                    if f_x is None:
-                        tid = int(out[0].argmax()) if tid is None else tid
-                        f_x, f_b = float(out[0, tid].detach()), float(out[1, tid].detach())
-                        out = out[2:]
-                    (grad,) = torch.autograd.grad(out[:, tid].sum(), path)
-                    total += grad.sum(0, keepdim=True)
-            scores = ((x - b) * total / steps).sum(-1)[0]                                      # (T,)
-            delta = abs(float(scores.sum()) - (f_x - f_b))
-            return Saliency(list(enc.tokens), scores.cpu(), delta, method, _name(tokenizer, tid, pos),
-                            f_x, f_b, steps, baseline, pos)
-        with torch.enable_grad():
-            e = x.clone().requires_grad_(True)
-            out = scores_at(e)                                                                 # (1, V)
-            tid = int(out[0].argmax()) if tid is None else tid
-            (grad,) = torch.autograd.grad(out[0, tid], e)                                      # (1, T, H)
-        if method == "gradient":
-            scores = grad.norm(dim=-1)[0]                                                      # (T,) L2 over H
-        else:
-            scores = (grad * (x - b)).sum(-1)[0]                                               # (T,)
-        return Saliency(list(enc.tokens), scores.detach().cpu(), 0.0, method, _name(tokenizer, tid, pos),
-                        float(out[0, tid].detach()), None, None, baseline if method == "grad_x_input" else None, pos)
-    finally:
-        for m, mode in modes:
-            m.training = mode
+    _check(method, steps, baseline, text)
+    if method == "integrated_gradients":
+        _readout(model, tokenizer, tokenizer(text), target)              # check the request before the work
+        return IntegratedGradients(model, tokenizer, text, steps, baseline)(target)
+    inp = _Input(model, tokenizer, text, target, baseline)
+    tid, x, b = inp.tid, inp.x, inp.b
+    with torch.enable_grad(), _eval(model):
+        e = x.clone().requires_grad_(True)
+        out = inp.scores_at(e)                                                                  # (1, V)
+        tid = int(out[0].argmax()) if tid is None else tid
+        (grad,) = torch.autograd.grad(out[0, tid], e)                                           # (1, T, H)
+    if method == "gradient":
+        scores = grad.norm(dim=-1)[0]                                                           # (T,) L2 over H
+    else:
+        scores = (grad * (x - b)).sum(-1)[0]                                                    # (T,)
+    return Saliency(list(inp.enc.tokens), scores.detach().cpu(), 0.0, method, _name(tokenizer, tid, inp.pos),
+                    float(out[0, tid].detach()), None, None, baseline if method == "grad_x_input" else None, inp.pos)
 
 
 def _name(tokenizer, tid: int, pos: int | None) -> str:

@@ -18,7 +18,7 @@ import ipywidgets as W
 from ...probe import has_mlm_head
 from ...probe.nearest import nearest_contexts
 from ...probe.neurons import attention_neurons
-from ...probe.saliency import METHODS, saliency
+from ...probe.saliency import METHODS, IntegratedGradients, saliency
 from ..inspection import nearest_contexts_html, neuron_figure, saliency_figure
 from ..neuron_view import NEURON_VIEW_MAX_TOKENS, neuron_view_html
 from .base import WIDE, WITH_HEADS, Widget, controls_row, show_figure, show_html
@@ -138,6 +138,7 @@ class SaliencyExplorer(Widget):
         self.explain = W.Button(description="explain", button_style="primary", icon="search")
         self.explain.on_click(lambda _: self._run(self._update_checked))
         self.result = None
+        self._ig = self._ig_key = None                 # IntegratedGradients of the current text, kept
         self._start([controls_row(self.model_select, self.switch), self.text,
                     controls_row(self.target, self.method, self.steps, self.explain),
                     self.message, self.out],
@@ -146,6 +147,10 @@ class SaliencyExplorer(Widget):
     def _fail(self, text: str) -> None:
         super()._fail(text)
         self.result = None
+
+    def _forget(self) -> None:
+        super()._forget()
+        self._ig = self._ig_key = None
 
     def _update(self) -> None:
         enc = self._encode(self.text.value)
@@ -157,8 +162,17 @@ class SaliencyExplorer(Widget):
         if self.tokenizer.mask_id not in enc.input_ids:
             raise ValueError("put [MASK] where the model should guess a word, e.g. 'The river [MASK] was muddy.'")
         target = self.target.value.strip() or None
-        self.result = saliency(self.model, self.tokenizer, self.text.value, target=target, method=self.method.value,
-                               steps=self.steps.value)
+        if self.method.value == "integrated_gradients":
+            # the forward pass along the path is the same for every target: keep it while only the target
+            # changes, so typing another word costs one backward pass
+            key = (id(self.model), self.text.value, self.steps.value)
+            if self._ig_key != key:
+                self._ig, self._ig_key = IntegratedGradients(self.model, self.tokenizer, self.text.value,
+                                                             steps=self.steps.value), key
+            self.result = self._ig(target)
+        else:
+            self.result = saliency(self.model, self.tokenizer, self.text.value, target=target,
+                                   method=self.method.value, steps=self.steps.value)
         out = self._forward(enc, output_attentions=True)
         self.figure = saliency_figure(self.result, out.attentions)
         if self.method.value == "integrated_gradients":
