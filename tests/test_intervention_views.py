@@ -71,11 +71,33 @@ def test_minimal_pairs_widget_compares_then_patches_on_a_click(mini):
     assert torch.allclose(w.patching.effect, patch(model, tok, A, B).effect, atol=1e-5)
     assert torch.allclose(torch.tensor(w.patch_figure.data[0].z), w.patching.effect, atol=1e-6)
     assert "largest effect" in w.message.value
-    w.site.value = "head"                                   # a new site: the old heatmap goes until clicked
-    assert w.patching is None and w.patch_out.outputs == ()
-    w.patch_button.click()
+    w.site.value = "head"                                   # a new site: the heatmap follows
+    assert w.patching.site == "head" and len(w.patch_out.outputs) == 1
     assert w.patching.effect.shape == (model.config.num_hidden_layers, model.config.num_attention_heads)
     assert no_hooks_anywhere(model)
+
+
+def test_an_edit_after_patching_redraws_the_heatmap_for_the_new_pair(mini):
+    model, tok = mini
+    w = W.MinimalPairs(A, B)
+    w.patch_button.click()
+    c = "Tom went to the [MASK] to open a birthday card."
+    w.text_b.value = c
+    assert w.error is None and w.patching is not None
+    assert torch.allclose(w.patching.effect, patch(model, tok, A, c).effect, atol=1e-5)
+    w.text_b.value = "Tom went to the [MASK] to open a bottle of red wine."       # not the same length
+    assert w.patching is None and w.error is None and w.comparison is not None
+    assert "same number of tokens" in w.message.value                             # a note, not an error
+    assert "No heatmap for this pair" in w.patch_figure.layout.annotations[0].text   # its place says why
+    w.text_b.value = c                                         # patchable again: the heatmap comes back
+    assert w.patching is not None and w.error is None
+
+
+def test_before_the_first_click_no_sweep_runs(mini):
+    w = W.MinimalPairs(A, B)
+    w.direction.value = "noise"
+    w.text_b.value = "Tom went to the [MASK] to open a birthday card."
+    assert w.patching is None and w.patch_out.outputs == () and w.error is None
 
 
 def test_minimal_pairs_widget_edits_and_mistakes_are_messages(mini):

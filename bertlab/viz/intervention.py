@@ -18,7 +18,7 @@ from plotly.subplots import make_subplots
 
 from .look import COLORS, PALETTE, finish, shorten, token_labels
 
-__all__ = ["patching_figure", "fill_shift_figure", "mixing_figure", "scoreboard_figure"]
+__all__ = ["patching_figure", "fill_shift_figure", "mixing_figure", "scoreboard_figure", "note_figure"]
 
 SITE_NAMES = {"resid": "residual stream", "attn": "attention output", "mlp": "feed-forward output",
               "head": "attention heads"}
@@ -41,15 +41,16 @@ def patching_figure(p) -> go.Figure:
     fig = go.Figure(go.Heatmap(z=z, x=x, y=p.rows, customdata=p.patched.tolist(), colorscale="RdBu_r",
                                zmid=0, zmin=min(-1.0, float(p.effect.min())), zmax=max(1.0, float(p.effect.max())),
                                hovertemplate=hover, colorbar=dict(title="effect")))
-    what = {"denoise": "clean → corrupt run", "noise": "corrupt → clean run"}[p.direction]
-    target = f" P({p.target})" if p.target else ""
-    title = (f"Patching the {SITE_NAMES[p.site]} ({what}): {p.metric.replace(' P(target)', target)} "
-             f"{p.corrupt_metric:.2f} (corrupt) → {p.clean_metric:.2f} (clean)")
+    what = {"denoise": "clean activations into the corrupt run",
+            "noise": "corrupt activations into the clean run"}[p.direction]
+    metric = p.metric.replace("P(target)", f"P({p.target})") if p.target else p.metric
+    title = (f"Patching the {SITE_NAMES[p.site]}: {what}<br><sup>{metric}: {p.corrupt_metric:.2f} corrupt, "
+             f"{p.clean_metric:.2f} clean · effect 0 = the corrupt run, 1 = the clean run</sup>")
     fig.update_xaxes(tickangle=-45, title="head" if p.site == "head" else "position (clean/corrupt)")
     fig.update_yaxes(title="layer", autorange=True)
-    width = max(560, 60 + 42 * len(p.columns))
-    return finish(fig, title, height=120 + 36 * len(p.rows), width=min(width, 1180),
-                  margin=dict(l=110, r=20, t=50, b=110))
+    width = max(700, 60 + 42 * len(p.columns))
+    return finish(fig, title, height=150 + 36 * len(p.rows), width=min(width, 1180),
+                  margin=dict(l=110, r=20, t=75, b=110))
 
 
 def fill_shift_figure(c) -> go.Figure:
@@ -102,3 +103,14 @@ def scoreboard_figure(board) -> go.Figure:
     fig.update_xaxes(title="Spearman ρ with the intervention (1 = same ranking)", range=[-0.3, 1.1])
     return finish(fig, f"Which measure ranks tokens as the intervention does ({len(board.texts)} sentences)",
                   height=120 + 45 * len(names), margin=dict(l=150, r=40, t=50, b=60))
+
+
+def note_figure(text: str, title: str = "Patching") -> go.Figure:
+    """An empty plot that says why there is nothing to draw (a widget keeps its layout; the reader sees why)."""
+    fig = go.Figure()
+    fig.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False,
+                       font=dict(size=13, color="#33475b"))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return finish(fig, title, height=160)
+

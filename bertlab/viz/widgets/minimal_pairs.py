@@ -6,8 +6,11 @@ the model the difference travels.
     w.comparison.shifts                # probe.compare_fill: the words that moved most, P in each text
     w.patch_button.click()             # probe.patch on the pair: w.patching.effect, w.patch_figure
 
-Editing either sentence redraws the shift chart at once (two forward passes); the patching sweep runs on a
-click, since it is ~100 forward passes in one batch. Sentence a is the clean run, b the corrupt one.
+Editing either sentence redraws the shift chart at once (two forward passes). The patching sweep (~100 patched
+runs in one batch, a third of a second on bertlab-mini) runs on a click; once a heatmap is on screen, each edit
+(and each change of site or direction) redraws it for the new pair, or says why the new pair cannot be
+patched. Sentence a is the clean run, b the
+corrupt one.
 """
 
 from __future__ import annotations
@@ -66,14 +69,21 @@ class MinimalPairs(Widget):
         self.comparison: FillComparison | None = None
         self.patching: Patching | None = None
         self.patch_figure: go.Figure | None = None
+        self._live = False          # after the first patch, every edit (sentences, site, direction) redraws it
         self._start([controls_row(self.model_select, self.switch), self.text_a, self.text_b, self.summary,
                      self.message, self.out, controls_row(self.site, self.direction, self.patch_button),
                      self.patch_out],
                     watch=[self.text_a, self.text_b])
-        self._watch(self.site, self.direction, handler=self._forget_patching)
+        self._watch(self.site, self.direction, handler=self._repatch)
+
+    def _repatch(self) -> None:
+        """A new site or direction: redraw the heatmap if one was asked for, else just drop the stale one."""
+        self._forget_patching()
+        if self._live and self.comparison is not None:
+            self._click_patch(after_edit=True)
 
     def _forget_patching(self) -> None:
-        """A new site or direction (or sentence) makes the old heatmap stale: clear it until the next click."""
+        """Drop the heatmap: it belonged to the previous sentences, site or direction."""
         self.patching = self.patch_figure = None
         show_figure(self.patch_out, None)
 
@@ -96,16 +106,25 @@ class MinimalPairs(Widget):
                               f"in b: <b>{html.escape(tb.token)}</b> ({tb.p_b:.2f})")
         self.figure = F.fill_shift_figure(self.comparison)
         show_figure(self.out, self.figure)
+        if self._live:              # a heatmap was asked for: redraw it for the edited pair (or say why not)
+            self._click_patch(after_edit=True)
 
-    def _click_patch(self) -> None:
+    def _click_patch(self, after_edit: bool = False) -> None:
         """The button: a pair that cannot be patched (say, different lengths) is a message under the chart,
-        which stays, since the comparison itself was fine."""
+        which stays, since the comparison itself was fine. After an edit, the heatmap's place says why instead
+        of going blank, and the message is a note, not an error: the edit itself was fine."""
         try:
             self.run_patching()
         except ValueError as e:
             self._forget_patching()
-            self.error = str(e)
-            self.say(str(e), error=True)
+            if after_edit:
+                self.patch_figure = F.note_figure("No heatmap for this pair: " + _wrap(str(e).split(";")[0])
+                                                  + ".<br>Edit the sentences to the same number of tokens.")
+                show_figure(self.patch_out, self.patch_figure)
+                self.say(str(e))
+            else:
+                self.error = str(e)
+                self.say(str(e), error=True)
 
     def run_patching(self) -> None:
         """Patch every cell of the chosen site between the two sentences; the heatmap shows the effects."""
@@ -114,6 +133,20 @@ class MinimalPairs(Widget):
         self.patching = patch(self.model, self.tokenizer, self.text_a.value, self.text_b.value,
                               site=self.site.value, direction=self.direction.value)
         self.patch_figure = F.patching_figure(self.patching)
+        self._live = True
         show_figure(self.patch_out, self.patch_figure)
         row, col, effect = self.patching.top(1)[0]
         self.say(f"largest effect: {effect:.2f} at {row}, {col}")
+
+
+def _wrap(text: str, width: int = 90) -> str:
+    """Break a long message into <br>-separated lines for a plotly annotation."""
+    words, lines, line = text.split(), [], ""
+    for w in words:
+        if line and len(line) + len(w) > width:
+            lines.append(line)
+            line = w
+        else:
+            line = f"{line} {w}".strip()
+    return "<br>".join(lines + [line])
+
