@@ -26,6 +26,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from .. import files
+
 FILE = "snapshots.jsonl"
 DEFAULT_TEXT = "The river [MASK] was muddy after the rain."
 TOP_K = 5
@@ -93,7 +95,7 @@ def take(model, tokenizer, text: str, step: int) -> Snapshot:
 
 
 def append(out: Path, snapshot: Snapshot) -> None:
-    with open(Path(out) / FILE, "a", encoding="utf-8") as f:
+    with files.open_for_append(Path(out) / FILE, f"the run's {FILE}") as f:   # never through a planted link
         f.write(json.dumps(asdict(snapshot)) + "\n")
 
 

@@ -25,7 +25,6 @@ import json
 import logging
 import os
 import random
-import shutil
 import signal
 import threading
 import time
@@ -42,7 +41,8 @@ from ..config import BertConfig
 from ..utils import default_device
 from ..model.heads import IGNORE, BertForPreTraining
 from ..tokenizer import Tokenizer
-from . import runfolder, snapshots
+from .. import files
+from . import checks, runfolder, snapshots
 from .data import PretrainingData, collate, iter_texts, read_documents
 from .masking import mask_tokens
 from .runfolder import latest_checkpoint  # noqa: F401  (scripts import it from here)
@@ -174,12 +174,17 @@ def pretrain(corpus: str | os.PathLike | Sequence[str | os.PathLike] | None, out
     unknown = set(kwargs) - set(PretrainArgs.__dataclass_fields__)
     if unknown:
         raise ValueError(f"unknown pretrain option(s): {', '.join(sorted(unknown))}")
+    checks.check_given(kwargs)   # an impossible number (lr inf, clip -1) or a missing device, before anything loads
     if resume and overwrite:
         raise ValueError(f"--resume (resume=True) continues the run in {out} and --overwrite (overwrite=True) "
                          "replaces it: pass one or the other")
     runfolder.check_out(out)
     main = int(os.environ.get("RANK", "0")) == 0     # under torchrun, process 0 holds the lock for all
     with runfolder.locked(out) if main else contextlib.nullcontext():
+        if main:
+            runfolder.remove_stale(out)    # what killed runs left half-written (links planted there too)
+        if main and not overwrite:         # overwrite deletes links with the rest of the old run
+            runfolder.check_files(out)
         if resume:
             state = runfolder.resume_point(out)
             args = PretrainArgs(**runfolder.resumed_args(state, paths, out, kwargs))
@@ -457,6 +462,8 @@ class _Run:
             sums["masked"] += int((mine["labels"] != IGNORE).sum())
             sums["tokens"] += int(mine["attention_mask"].sum())
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), a.clip)
+        checks.stop_if_not_finite(self.step + 1, sums["mlm_loss"], sums["nsp_loss"], float(grad_norm), a,
+                                  runfolder.latest_checkpoint(self.out))   # before the update: weights stay good
         with _deferred_interrupt() as held:  # weights, step and resume position change together or not at all
             self.optimizer.step()
             self.step += 1
@@ -492,7 +499,7 @@ class _Run:
     def _log(self, metrics: dict) -> None:
         if not self.dist.main:
             return
-        with open(self.out / "metrics.jsonl", "a") as f:
+        with files.open_for_append(self.out / "metrics.jsonl", "the run's metrics.jsonl") as f:
             f.write(json.dumps(metrics) + "\n")
         for cb in self.callbacks:
             cb(metrics)
@@ -509,17 +516,17 @@ class _Run:
         """
         dist, at = self.dist, self.position
         tmp = runfolder.staging(self.out, self.step)
-        if dist.main:
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
-            save(self.model, self.tokenizer, tmp)
-            args, data = runfolder.stored(asdict(self.args), at.data, self.out)
-            torch.save({"args": args, "paths": runfolder.RUN_RELATIVE, "step": self.step,
-                        "optimizer": self.optimizer.state_dict(), "data": data, "mask_generator": at.mask_generator},
-                       tmp / "trainer_state.pt")
-        dist.barrier()
-        torch.save(at.rng, tmp / f"rng-rank{dist.rank}.pt")  # each process its own dropout state
-        dist.barrier()
+        with runfolder.writing_checkpoint(self.out, self.step):   # a full disk: which file, what is intact
+            if dist.main:
+                runfolder.fresh_staging(self.out, self.step)
+                save(self.model, self.tokenizer, tmp)
+                args, data = runfolder.stored(asdict(self.args), at.data, self.out)
+                runfolder.save_tensors({"args": args, "paths": runfolder.RUN_RELATIVE, "step": self.step,
+                                        "optimizer": self.optimizer.state_dict(), "data": data,
+                                        "mask_generator": at.mask_generator}, tmp / "trainer_state.pt")
+            dist.barrier()
+            runfolder.save_tensors(at.rng, tmp / f"rng-rank{dist.rank}.pt")  # each process its own dropout state
+            dist.barrier()
         if dist.main:
             runfolder.publish(self.out, self.step, self.args.keep_checkpoints)
         dist.barrier()
