@@ -33,6 +33,7 @@ from safetensors.torch import load_file, save_file
 
 from . import files
 from .config import BertConfig, read_config_json
+from .inputs import check_vocabularies
 from .model.bert import Bert
 from .utils import default_device
 from .model.heads import (HEADS, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
@@ -411,6 +412,7 @@ def save(model, tokenizer: Tokenizer, path: str | os.PathLike, format: str = "be
         raise ValueError(f"the tokenizer has {tokenizer.vocab_size} tokens but the model only "
                          f"{model.config.vocab_size} embeddings, so its last ids have no embedding: save the model "
                          "with the tokenizer it was trained with")
+    check_vocabularies(model.config.vocab_size, tokenizer, model=model)   # fewer tokens: a warning saying what it means
     given = path = Path(path)
     if path.exists() and not path.is_dir():
         raise NotADirectoryError(f"{path} exists and is not a folder: save writes a checkpoint folder")

@@ -267,10 +267,10 @@ class Tokenizer:
                 backend.normalizer = _bert_normalizer(lowercase, state.get("strip_accents"))
         else:
             if lowercase is None:
-                lowercase = bool(config.get("do_lower_case", True))
+                lowercase = _config_bool(config, "do_lower_case", True, path.parent)
             vocab = _read_vocab_txt(path)
             model = models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD)
-            backend = _bert_backend(model, lowercase, config.get("strip_accents"))
+            backend = _bert_backend(model, lowercase, _config_bool(config, "strip_accents", None, path.parent))
             missing = [tok for tok in ("[CLS]", "[SEP]") if tok not in vocab]
             if not missing:
                 backend.post_processor = _bert_post_processor(vocab["[CLS]"], vocab["[SEP]"])
@@ -560,3 +560,17 @@ def _read_tokenizer_config(directory: Path) -> dict[str, Any]:
     not a JSON object is a ValueError naming it."""
     path = directory / "tokenizer_config.json"
     return read_config_json(path) if path.exists() else {}
+
+
+def _config_bool(config: dict[str, Any], name: str, default: bool | None, directory: Path) -> bool | None:
+    """A yes/no setting of tokenizer_config.json: a JSON true or false (null where `default` is None).
+
+    A quoted "false" is a non-empty string, which Python reads as true: the vocabulary would be lowercased
+    against the file's word. So anything but a JSON boolean is an error naming the file and the field.
+    """
+    value = config.get(name, default)
+    if isinstance(value, bool) or (value is None and default is None):
+        return value
+    hint = " (a quoted string; write true or false without quotes)" if isinstance(value, str) else ""
+    raise ValueError(f"{directory / 'tokenizer_config.json'}: {name} must be true or false (a JSON boolean"
+                     f"{', or null' if default is None else ''}), got {value!r}{hint}")

@@ -9,10 +9,16 @@ The model sizes are checked by `BertConfig` itself; this module checks what the 
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 
+from ..checkpoint import resolve
+from ..inputs import check_vocabularies
+from ..tokenizer import Tokenizer
 from ..utils import default_device
+
+log = logging.getLogger(__name__)
 
 # field: (whole number?, lowest, is the lowest allowed?, highest or None, what the number is)
 RANGES = {
@@ -97,3 +103,19 @@ def stop_if_not_finite(step: int, mlm_loss: float, nsp_loss: float, grad_norm: f
         f"norm {grad_norm:.4g}), so the run stopped before applying that step's update; {where}. Resuming "
         f"would replay the same steps, so start a new run with a lower learning rate (--lr {args.lr:g} now), a "
         f"longer warm-up (--warmup-steps) or a lower --clip ({args.clip:g} now)")
+
+
+def check_init_tokenizer(args, vocab_size: int, tokenizer) -> None:
+    """--init with --tokenizer: a tokenizer larger than the checkpoint's vocabulary is an error; one that is not
+    the checkpoint's own is a warning saying what it means (each embedding was learned for another token)."""
+    check_vocabularies(vocab_size, tokenizer, f"--init {args.init}")
+    if not args.tokenizer:
+        return
+    own = Tokenizer.from_file(resolve(args.init)).get_vocab()
+    given = tokenizer.get_vocab()
+    moved = sum(1 for token, i in given.items() if own.get(token) != i)
+    if moved:
+        log.warning("--tokenizer %s is not the tokenizer of --init %s: %d of its %d tokens are missing there or "
+                    "have another id, so their embeddings were learned for other tokens and continued "
+                    "pre-training starts from scrambled word vectors (leave --tokenizer out to use the "
+                    "checkpoint's own)", args.tokenizer, args.init, moved, len(given))

@@ -80,6 +80,7 @@ def take(model, tokenizer, text: str, step: int) -> Snapshot:
             guesses = []
             if masks:
                 probs = model.cls.predictions(out.last_hidden_state[0, masks]).float().softmax(-1)  # (M, V)
+                probs = probs[:, :tokenizer.vocab_size]      # an --init model's ids past the tokenizer's: no token
                 p, top = probs.topk(min(TOP_K, probs.shape[-1]), dim=-1)
                 guesses = [[(tokenizer.id_to_token(int(i)), round(float(q), 4)) for q, i in zip(pr, ir)]
                            for pr, ir in zip(p.cpu(), top.cpu())]

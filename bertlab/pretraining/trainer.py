@@ -363,6 +363,7 @@ class _Run:
             if model.config.vocab_size < self.tokenizer.vocab_size:
                 raise ValueError(f"the tokenizer has {self.tokenizer.vocab_size} tokens but {a.init} only "
                                  f"{model.config.vocab_size} embeddings: use the checkpoint's own tokenizer")
+            checks.check_init_tokenizer(a, model.config.vocab_size, self.tokenizer)   # not its own: say so
             return model.train()
         overrides = dict(vocab_size=self.tokenizer.vocab_size, pad_token_id=self.tokenizer.pad_id,
                          max_position_embeddings=a.max_position_embeddings or a.max_len)

@@ -28,6 +28,7 @@ from importlib import resources
 import torch
 
 from ..probe import base_model, inference
+from ..probe.running import check_pair
 from .bertviz_views import REQUIRE_SHIM, bertviz, offline_scripts
 
 __all__ = ["neuron_view", "neuron_view_html", "neuron_view_data", "NEURON_VIEW_MAX_TOKENS"]
@@ -61,6 +62,7 @@ def _neuron_js() -> str:
 
 def _check(model, tok, text, text_pair, layer, head, max_tokens):
     bert = base_model(model)
+    check_pair(model, tok)
     L, H = bert.config.num_hidden_layers, bert.config.num_attention_heads
     for name, value, n in (("layer", layer, L), ("head", head, H)):
         if isinstance(value, bool) or not isinstance(value, int) or not -n <= value < n:
