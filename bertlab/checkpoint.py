@@ -406,6 +406,12 @@ def save(model, tokenizer: Tokenizer, path: str | os.PathLike, format: str = "be
     so a save cut short leaves a folder without config.json, which no loader takes for a checkpoint.
     """
     _check_path(path, "save", "the folder to write the checkpoint into")
+    if not isinstance(model, torch.nn.Module) or not isinstance(getattr(model, "config", None), BertConfig):
+        raise TypeError(f"save() takes a bertlab model first (Bert or a head such as BertForPreTraining), got "
+                        f"{type(model).__name__}")
+    if not isinstance(tokenizer, Tokenizer):
+        raise TypeError(f"save() takes the model's bertlab Tokenizer second, got {type(tokenizer).__name__}: "
+                        "save(model, tokenizer, path)")
     if format not in ("bertlab", "huggingface"):
         raise ValueError(f'format must be "bertlab" or "huggingface", got {format!r}')
     if tokenizer.vocab_size > model.config.vocab_size:

@@ -32,8 +32,9 @@ class LinkRefused(ValueError):
     """A file bertlab writes is a symbolic link, or not a regular file: it is refused, never written through."""
 
 
-def refuse_link(path: Path, what: str) -> None:
-    """Raise LinkRefused when `path` is a symbolic link or exists as something other than a regular file."""
+def refuse_link(path: Path, what: str, folder_ok: bool = False) -> None:
+    """Raise LinkRefused when `path` is a symbolic link or exists as something other than a regular file (or,
+    with `folder_ok`, a folder)."""
     path = Path(path)
     try:
         st = os.lstat(path)
@@ -43,6 +44,8 @@ def refuse_link(path: Path, what: str) -> None:
         raise LinkRefused(f"{path} is a symbolic link (to {os.readlink(path)}): {what} must be a file of its own, "
                           "never written through a link; remove the link (a copy of a run folder is made with "
                           "`cp -a`, not `cp -s` or `cp -as`)")
+    if stat.S_ISDIR(st.st_mode) and not folder_ok:
+        raise LinkRefused(f"{path} is a folder: {what} must be a plain file; move the folder away")
     if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
         raise LinkRefused(f"{path} is not a regular file (a FIFO, a socket or a device?): {what} must be a plain "
                           "file; remove it")
@@ -54,18 +57,29 @@ def open_for_append(path: Path, what: str):
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | os.O_NONBLOCK, umask_mode())
     except OSError as e:
-        if e.errno in (errno.ELOOP, errno.EMLINK, errno.ENXIO):   # a link (ELOOP; EMLINK on BSD), a FIFO (ENXIO)
+        if e.errno in (errno.ELOOP, errno.EMLINK, errno.ENXIO, errno.EISDIR):  # a link (EMLINK on BSD), a FIFO
             refuse_link(path, what)
         raise
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise LinkRefused(f"{path} is not a regular file (a FIFO, a socket or a device?): {what} must be a "
-                              "plain file; remove it")
+        refuse_shared(fd, path, what)
         os.set_blocking(fd, True)
         return os.fdopen(fd, "a", encoding="utf-8")
     except BaseException:
         os.close(fd)
         raise
+
+
+def refuse_shared(fd: int, path: Path, what: str) -> None:
+    """Refuse an open file that is not a regular file, or that has other names (hard links, as `cp -al` makes):
+    writing in place would change every copy."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise LinkRefused(f"{path} is not a regular file (a FIFO, a socket or a device?): {what} must be a plain "
+                          "file; remove it")
+    if st.st_nlink > 1:
+        raise LinkRefused(f"{path} has {st.st_nlink - 1} other name(s) (a hard link, as `cp -al` makes): {what} "
+                          "is written in place, which would change the other copies too; replace it with a copy "
+                          f"of its own (cp {path.name} x && mv x {path.name})")
 
 
 def read_text(path: Path, what: str) -> str:

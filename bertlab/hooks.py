@@ -92,6 +92,12 @@ class HookedModule(nn.Module):
         Each entry is `(names, fn)`: names is a hook point name, a glob (`"*.hook_z"`), a list of those,
         or a predicate on the name; `fn(activation, name)` returns a replacement or None.
         """
+        if isinstance(fwd_hooks, tuple) and len(fwd_hooks) == 2 and callable(fwd_hooks[1]):
+            raise ValueError("hooks() takes a list of (names, fn) pairs: wrap the one pair in a list, "
+                             f"[({fwd_hooks[0]!r}, fn)]")
+        if callable(fwd_hooks) or isinstance(fwd_hooks, (str, bytes)) or not hasattr(fwd_hooks, "__iter__"):
+            raise ValueError(f"hooks() takes a list of (names, fn) pairs, e.g. [('*.hook_z', fn)], got "
+                             f"{type(fwd_hooks).__name__}")
         handles = []
         try:
             for names, fn in fwd_hooks:

@@ -237,6 +237,9 @@ class Tokenizer:
         model, pass its ``max_position_embeddings``: ``model_max_length`` is
         capped at it (a file may say 512 beside a model of 128 positions).
         """
+        if not isinstance(path, (str, os.PathLike)) or not str(path):
+            raise TypeError(f"Tokenizer.from_file() takes a path as a str or pathlib.Path (a vocab.txt, a "
+                            f"tokenizer.json or their folder), got {path!r} ({type(path).__name__})")
         path = Path(path)
         if path.is_dir():
             for name in ("tokenizer.json", "vocab.txt"):
@@ -568,9 +571,11 @@ def _config_bool(config: dict[str, Any], name: str, default: bool | None, direct
     A quoted "false" is a non-empty string, which Python reads as true: the vocabulary would be lowercased
     against the file's word. So anything but a JSON boolean is an error naming the file and the field.
     """
-    value = config.get(name, default)
-    if isinstance(value, bool) or (value is None and default is None):
+    value = config.get(name)
+    if value is None:                 # absent or null: the default (strip_accents: follow lowercase)
+        return default
+    if isinstance(value, bool):
         return value
     hint = " (a quoted string; write true or false without quotes)" if isinstance(value, str) else ""
-    raise ValueError(f"{directory / 'tokenizer_config.json'}: {name} must be true or false (a JSON boolean"
-                     f"{', or null' if default is None else ''}), got {value!r}{hint}")
+    raise ValueError(f"{directory / 'tokenizer_config.json'}: {name} must be true or false (a JSON boolean, or "
+                     f"null for the default), got {value!r}{hint}")

@@ -126,6 +126,12 @@ REFUSED = [
     ("save(..., None)", lambda c: bertlab.save(*c.tiny, None), TypeError, f"save() {PATH}"),
     ("save(..., 7)", lambda c: bertlab.save(*c.tiny, 7), TypeError, "got 7 (int)"),
     ("save(..., b'out')", lambda c: bertlab.save(*c.tiny, b"out"), TypeError, "got b'out' (bytes)"),
+    ("save(None, tokenizer, path)", lambda c: bertlab.save(None, c.tiny[1], c.tmp_path / "x"), TypeError,
+     "save() takes a bertlab model first"),
+    ("save(model, None, path)", lambda c: bertlab.save(c.tiny[0], None, c.tmp_path / "x"), TypeError,
+     "save() takes the model's bertlab Tokenizer second, got NoneType"),
+    ("Tokenizer.from_file(None)", lambda c: Tokenizer.from_file(None), TypeError,
+     "Tokenizer.from_file() takes a path as a str or pathlib.Path"),
     # ---- hooks that return the wrong thing
     ("a hook returning one head of four", lambda c: c.hooked(lambda z, name: z[:, :1]), ValueError,
      "at bert.encoder.layer.0.attention.self.hook_z returned a tensor of shape (1, 1, 5, 64), but the activation "
@@ -135,6 +141,11 @@ REFUSED = [
     ("a hook returning integer ids", lambda c: c.hooked(lambda z, name: z.long()), ValueError,
      "returned a torch.int64 tensor where the activation is torch.float32"),
     ("a hook that is not a function", lambda c: c.hooked("zero it"), ValueError, "fn(activation, name) a function"),
+    ("a hook returning a list", lambda c: c.hooked(lambda z, name: [z]), ValueError, "returned a list"),
+    ("hooks() given one pair, not a list", lambda c: c.tiny[0].hooks(("*.hook_z", lambda z, n: z)).__enter__(),
+     ValueError, "wrap the one pair in a list"),
+    ("hooks() given a bare function", lambda c: c.tiny[0].hooks(lambda z, n: z).__enter__(), ValueError,
+     "hooks() takes a list of (names, fn) pairs"),
     # ---- widgets built with odd arguments
     widget("AttentionExplorer(text=5)", lambda c: c.build("AttentionExplorer", text=5), ValueError,
            "text must be a str (the text the widget starts with), got 5 (int)"),

@@ -151,6 +151,45 @@ def test_a_fifo_where_metrics_should_be_is_refused_not_waited_on(finished, tmp_p
         pretrain(None, out, resume=True)      # used to block for ever reading the FIFO
 
 
+def folder_at(name):
+    def spoil(out: Path):
+        (out / name).unlink(missing_ok=True)
+        (out / name).mkdir()
+    return spoil
+
+
+def fifo_at(name):
+    def spoil(out: Path):
+        (out / name).unlink(missing_ok=True)
+        os.mkfifo(out / name)
+    return spoil
+
+
+@pytest.mark.parametrize("name, spoil, fragment", [
+    (".pretrain.lock", folder_at(".pretrain.lock"), "is a folder: the run folder's lock must be a plain file"),
+    (".pretrain.lock", fifo_at(".pretrain.lock"), "is not a regular file"),
+    ("metrics.jsonl", folder_at("metrics.jsonl"), "is a folder: metrics.jsonl of the run"),
+    ("snapshots.jsonl", fifo_at("snapshots.jsonl"), "is not a regular file"),
+    ("checkpoints/latest", fifo_at("checkpoints/latest"), "is not a regular file"),
+], ids=["lock folder", "lock FIFO", "metrics folder", "snapshots FIFO", "latest FIFO"])
+def test_something_else_where_a_run_file_should_be_is_refused_by_name(name, spoil, fragment, finished, tmp_path):
+    out = stopped_at_step_2(finished, tmp_path / "run")
+    spoil(out)
+    with pytest.raises(LinkRefused, match=fragment):
+        pretrain(None, out, resume=True)
+
+
+def test_a_copy_made_of_hard_links_never_writes_into_the_original(finished, tmp_path):
+    """`cp -al` copies a run as hard links: appending to the copy's metrics.jsonl would change the original's."""
+    original = tmp_path / "original"
+    shutil.copytree(finished, original)
+    subprocess.run(["cp", "-al", str(original), str(tmp_path / "linked")], check=True)
+    before = (original / "metrics.jsonl").read_bytes()
+    with pytest.raises(LinkRefused, match=r"metrics.jsonl has 1 other name\(s\) \(a hard link, as `cp -al` makes\)"):
+        pretrain(None, tmp_path / "linked", resume=True, steps=6)
+    assert (original / "metrics.jsonl").read_bytes() == before
+
+
 # ---- item 2: every file of a save and of a checkpoint has one mode ------------------------------------------
 
 def modes(folder: Path) -> dict[str, int]:
@@ -198,6 +237,9 @@ IMPOSSIBLE = [
     ("steps", 2.5, "--steps 2.5 (steps=2.5): must be a whole number ≥ 1"),
     ("steps", True, "--steps True"),
     ("vocab_size", 3, "--vocab-size 3"),
+    ("vocab_size", 10**12, "--vocab-size 1000000000000 (vocab_size=1000000000000) is out of range: it must be a "
+                           "whole number in [6, 1048576)"),                  # the tokenizer trainer used to abort
+    ("max_len", 10**9, "--max-len 1000000000"),
     ("seed", -1, "--seed -1"),
     ("log_every", 0, "--log-every 0"),
     ("device", "gpu", "'gpu' is not a device name torch knows: devices here: cpu"),
@@ -218,6 +260,15 @@ def test_an_impossible_number_is_refused_before_anything_loads(name, value, frag
         pretrain(corpus, tmp_path / "run", **{**RUN, name: value})
     assert fragment in str(caught.value)
     assert not (tmp_path / "run").exists()
+
+
+def test_paths_that_are_not_paths_are_refused_at_once(corpus, tmp_path):
+    with pytest.raises(TypeError, match="out must be the run folder, a str or pathlib.Path, got None"):
+        pretrain(corpus, None, **RUN)
+    with pytest.raises(TypeError, match="corpus must be a text file or folder .* got 5"):
+        pretrain(5, tmp_path / "run", **RUN)
+    with pytest.raises(TypeError, match="got b'corpus.txt'"):
+        pretrain(b"corpus.txt", tmp_path / "run", **RUN)
 
 
 def test_an_impossible_number_given_with_resume_is_refused_before_the_checkpoint_is_read(finished, tmp_path,

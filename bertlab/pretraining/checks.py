@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import numbers
 
 from ..checkpoint import resolve
@@ -25,7 +26,7 @@ RANGES = {
     "steps": (True, 1, True, None, "optimizer steps"),
     "batch_size": (True, 1, True, None, "sequences per step"),
     "grad_accum": (True, 1, True, None, "micro-batches per step"),
-    "max_len": (True, 5, True, None, "tokens per sequence ([CLS] A [SEP] B [SEP] needs 5)"),
+    "max_len": (True, 5, True, 2**16, "tokens per sequence ([CLS] A [SEP] B [SEP] needs 5; BERT's own 512)"),
     "lr": (False, 0, False, None, "the peak learning rate, e.g. 1e-4"),
     "warmup_steps": (True, 0, True, None, "warm-up steps (0: none)"),
     "weight_decay": (False, 0, True, None, "AdamW's decoupled weight decay, e.g. 0.01; a negative one grows "
@@ -34,7 +35,8 @@ RANGES = {
                                     "gradient"),
     "mask_probability": (False, 0, False, 1, "the share of tokens masked, e.g. 0.15"),
     "max_predictions": (True, 1, True, None, "masked tokens per sequence in --mask-mode bert"),
-    "vocab_size": (True, 6, True, None, "tokens in a trained vocabulary (the 5 specials and more)"),
+    "vocab_size": (True, 6, True, 2**20, "tokens in a trained vocabulary (the 5 specials and more; BERT's "
+                                         "own has 30,522)"),
     "hidden_dropout": (False, 0, True, 1, "a dropout probability in [0, 1)"),
     "attention_dropout": (False, 0, True, 1, "a dropout probability in [0, 1)"),
     "seed": (True, 0, True, 2**63 - 1, "the random seed"),
@@ -54,6 +56,18 @@ def check_given(options: dict) -> None:
             check_value(name, value)
     if options.get("device") is not None:
         default_device(options["device"])     # a device this machine lacks: say which devices it has
+
+
+def check_paths(corpus, out) -> None:
+    """`corpus` (a path, a list of them, or None with resume) and `out` (a path) as pretrain takes them."""
+    def is_path(p) -> bool:
+        return isinstance(p, (str, os.PathLike)) and not isinstance(p, bytes) and str(p) != ""
+    if not is_path(out):
+        raise TypeError(f"out must be the run folder, a str or pathlib.Path, got {out!r} ({type(out).__name__})")
+    items = [] if corpus is None else [corpus] if is_path(corpus) else corpus
+    if isinstance(items, (str, bytes)) or not isinstance(items, (list, tuple)) or not all(map(is_path, items)):
+        raise TypeError(f"corpus must be a text file or folder (a str or pathlib.Path), a list of them, or None "
+                        f"with resume=True, got {corpus!r}")
 
 
 def check_value(name: str, value) -> None:

@@ -31,7 +31,6 @@ import random
 import re
 import shutil
 import socket
-import stat
 import time
 from pathlib import Path
 from typing import Callable
@@ -130,12 +129,14 @@ def _lock(path: Path) -> int:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK, 0o644)
         except OSError as e:
-            if e.errno in (errno.ELOOP, errno.EMLINK, errno.ENXIO):
+            if e.errno in (errno.ELOOP, errno.EMLINK, errno.ENXIO, errno.EISDIR):
                 files.refuse_link(path, "the run folder's lock")
             raise
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        try:
+            files.refuse_shared(fd, path, "the run folder's lock")
+        except files.LinkRefused:
             os.close(fd)
-            files.refuse_link(path, "the run folder's lock")
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -183,12 +184,12 @@ def check_files(out: Path) -> None:
     checkpoint, before anything is written; files.open_for_append refuses them again at each write.
     """
     for name in (*RUN_FILES, *MODEL_FILES, _LOCK):
-        files.refuse_link(out / name, f"{name} of the run in {out}")
+        files.refuse_link(out / name, f"{name} of the run in {out}", folder_ok=name == "checkpoints")
     root = out / "checkpoints"
     if root.is_dir():
         for folder, dirs, names in os.walk(root):
             for name in dirs + names:
-                files.refuse_link(Path(folder) / name, f"every file under {root}")
+                files.refuse_link(Path(folder) / name, f"every file under {root}", folder_ok=True)
 
 
 def remove_stale(out: Path) -> None:

@@ -167,6 +167,7 @@ def pretrain(corpus: str | os.PathLike | Sequence[str | os.PathLike] | None, out
     A run never destroys another: an `out` that holds a run is an error unless `resume=True` (continue it)
     or `overwrite=True` (replace it), and a lock file in `out` stops a second run writing there.
     """
+    checks.check_paths(corpus, out)   # None, a number or bytes: say so here, not deep in pathlib
     paths = ([] if corpus is None else [str(corpus)] if isinstance(corpus, (str, os.PathLike))
              else [str(p) for p in corpus])
     out = Path(out)
