@@ -108,9 +108,16 @@ def replace_text(path: Path, text: str) -> None:
 
 
 def umask_mode() -> int:
-    """The mode `open(path, "w")` gives a new file here: 0o666 less the umask (0o644 with the usual 022)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
+    """The mode `open(path, "w")` gives a new file here: 0o666 less the umask (0o644 with the usual 022).
+
+    Linux says the umask in /proc/self/status; elsewhere it can only be read by setting it, which for a moment
+    applies 022 to any file another thread creates."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            mask = next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        mask = os.umask(0o022)
+        os.umask(mask)
     return 0o666 & ~mask
 
 

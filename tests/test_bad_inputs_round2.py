@@ -32,6 +32,12 @@ def widget(*row):
     return pytest.param(*row, marks=needs_widgets)
 
 
+def viz():
+    """bertlab.viz, imported only by the rows that need the notebooks extra."""
+    import bertlab.viz
+    return bertlab.viz
+
+
 @pytest.fixture(scope="module")
 def tiny():
     return bertlab.load("bertlab-tiny", device="cpu")
@@ -87,10 +93,9 @@ REFUSED = [
     ("nearest_contexts", lambda c: probe.nearest_contexts(c.small, c.tok, "the cat sat", "cat",
                                                           corpus=["a cat ran.", "the cat slept."]), ValueError,
      MISMATCH),
-    widget("AttentionView", lambda c: __import__("bertlab.viz", fromlist=["x"]).AttentionView(c.small, c.tok, ["the cat"]),
-           ValueError, MISMATCH),
-    widget("neuron_view_html", lambda c: __import__("bertlab.viz", fromlist=["x"]).neuron_view_html(c.small, c.tok, "the cat"),
-           ValueError, MISMATCH),
+    widget("AttentionView", lambda c: viz().AttentionView(c.small, c.tok, ["the cat"]), ValueError, MISMATCH),
+    widget("neuron_view_html", lambda c: viz().neuron_view_html(c.small, c.tok, "the cat"), ValueError, MISMATCH),
+    widget("head_view", lambda c: viz().head_view(c.small, c.tok, "the cat"), ValueError, MISMATCH),
     # ---- item 5: yes/no settings written as strings
     ("config.json tie_word_embeddings 'false'",
      lambda c: BertConfig.from_dict({**ODD, "tie_word_embeddings": "false"}), ValueError,
@@ -168,7 +173,8 @@ REFUSED = [
            "mask must be a whole number of at least 1 (a token position), a token such as 'bank', or None"),
     widget("MaskPlayground(mask=['bank'])", lambda c: c.build("MaskPlayground", mask=["bank"]), ValueError,
            "got ['bank']"),
-    widget("MaskingLab(seed='x')", lambda c: c.build("MaskingLab", seed="x"), ValueError, "seed must be a whole number"),
+    widget("MaskingLab(seed='x')", lambda c: c.build("MaskingLab", seed="x"), ValueError,
+           "seed must be a whole number"),
     widget("MaskingLab(seed=None)", lambda c: c.build("MaskingLab", seed=None), ValueError, "got None"),
     widget("MaskingLab(text=5)", lambda c: c.build("MaskingLab", text=5), ValueError, "text must be a str"),
     widget("EmbeddingSumExplorer(text_pair=5)", lambda c: c.build("EmbeddingSumExplorer", text_pair=5), ValueError,
@@ -257,8 +263,8 @@ def test_pretrain_init_with_another_tokenizer_says_what_it_means(corpus, tmp_pat
 
 def test_pretrain_init_with_its_own_tokenizer_says_nothing(corpus, tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
-        pretrain(corpus, tmp_path / "run", init="bertlab-tiny", tokenizer=str(bertlab.checkpoint.resolve("bertlab-tiny")),
-                 steps=1, max_len=32, batch_size=4, device="cpu", progress=False)
+        pretrain(corpus, tmp_path / "run", init="bertlab-tiny", steps=1, max_len=32, batch_size=4, device="cpu",
+                 tokenizer=str(bertlab.checkpoint.resolve("bertlab-tiny")), progress=False)
     assert "is not the tokenizer" not in caplog.text and "embeddings:" not in caplog.text
 
 

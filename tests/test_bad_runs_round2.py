@@ -225,14 +225,16 @@ IMPOSSIBLE = [
     ("clip", -1.0, "--clip -1.0 (clip=-1.0) is out of range: it must be a finite number > 0"),
     ("clip", 0.0, "--clip 0.0"),
     ("clip", float("nan"), "--clip nan"),
-    ("weight_decay", -0.01, "--weight-decay -0.01 (weight_decay=-0.01) is out of range: it must be a finite number ≥ 0"),
+    ("weight_decay", -0.01, "--weight-decay -0.01 (weight_decay=-0.01) is out of range: it must be a finite "
+                            "number ≥ 0"),
     ("warmup_steps", -5, "--warmup-steps -5 (warmup_steps=-5) is out of range: it must be a whole number ≥ 0"),
     ("lr", float("inf"), "--lr inf (lr=inf) is out of range: it must be a finite number > 0"),
     ("lr", float("nan"), "--lr nan"),
     ("lr", "1e-3", "--lr '1e-3' (lr='1e-3'): must be a finite number > 0"),
     ("mask_probability", float("nan"), "mask_probability"),
     ("max_predictions", 0, "--max-predictions 0"),
-    ("hidden_dropout", 1.5, "--hidden-dropout 1.5 (hidden_dropout=1.5) is out of range: it must be a finite number in [0, 1)"),
+    ("hidden_dropout", 1.5, "--hidden-dropout 1.5 (hidden_dropout=1.5) is out of range: it must be a finite "
+                            "number in [0, 1)"),
     ("attention_dropout", -0.1, "--attention-dropout -0.1"),
     ("steps", 2.5, "--steps 2.5 (steps=2.5): must be a whole number ≥ 1"),
     ("steps", True, "--steps True"),

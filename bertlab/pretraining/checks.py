@@ -18,6 +18,7 @@ from ..checkpoint import resolve
 from ..inputs import check_vocabularies
 from ..tokenizer import Tokenizer
 from ..utils import default_device
+from .runfolder import latest_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -103,13 +104,13 @@ class NonFiniteLoss(FloatingPointError):
     """The loss (or the gradient) of a step is NaN or infinite: the run stops before that step's update."""
 
 
-def stop_if_not_finite(step: int, mlm_loss: float, nsp_loss: float, grad_norm: float, args, latest) -> None:
+def stop_if_not_finite(step: int, mlm_loss: float, nsp_loss: float, grad_norm: float, args, out) -> None:
     """Raise NonFiniteLoss when step `step`'s loss or gradient norm is NaN or infinite, before the optimizer
     applies it: one such update makes every weight NaN, and the run would go on to save an all-NaN model.
-
-    `latest` is the checkpoint folder resume would start from (None: there is none yet)."""
+    The error names the checkpoint in the run folder `out` that resume would start from."""
     if all(map(_finite, (mlm_loss, nsp_loss, grad_norm))):
         return
+    latest = latest_checkpoint(out)
     where = (f"the last good checkpoint, {latest}, is left as the one --resume finds" if latest is not None
              else "no checkpoint was written yet")
     raise NonFiniteLoss(

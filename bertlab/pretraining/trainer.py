@@ -465,7 +465,7 @@ class _Run:
             sums["tokens"] += int(mine["attention_mask"].sum())
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), a.clip)
         checks.stop_if_not_finite(self.step + 1, sums["mlm_loss"], sums["nsp_loss"], float(grad_norm), a,
-                                  runfolder.latest_checkpoint(self.out))   # before the update: weights stay good
+                                  self.out)   # before the update: the weights stay good
         with _deferred_interrupt() as held:  # weights, step and resume position change together or not at all
             self.optimizer.step()
             self.step += 1

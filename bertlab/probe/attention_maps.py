@@ -127,7 +127,8 @@ def attention_map(attentions, tokens: Sequence[str], layer=0, head=0, reduce: st
         raise ValueError(f"reduce must be one of {REDUCE}, got {reduce!r}")
     if (isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold)
             or threshold < 0):   # nan compares false with everything: it would pass `< 0` and blank nothing
-        raise ValueError(f"threshold must be a number ≥ 0, and finite (weights below it are blanked), got {threshold!r}")
+        raise ValueError(f"threshold must be a number ≥ 0, and finite (weights below it are blanked), got "
+                         f"{threshold!r}")
     L, (B, H, T, _) = len(attentions), attentions[0].shape
     if isinstance(batch_index, bool) or not isinstance(batch_index, int) or not -B <= batch_index < B:
         raise ValueError(f"batch_index {batch_index!r} does not exist: the batch has {B} rows")
