@@ -96,15 +96,30 @@ def replace_text(path: Path, text: str) -> None:
     """Put `text` in `path` atomically: a new file under a random name, then renamed over `path` (a link at
     `path` is replaced, never written through), with the umask's mode."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise write_error(e, path, f"{path.name} is as it was") from e
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.chmod(tmp, umask_mode())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
-        raise
+        error = write_error(e, path, f"{path.name} is as it was") if isinstance(e, Exception) else None
+        if error is None:
+            raise
+        raise error from e
+
+
+def append_line(path: Path, line: str, what: str) -> None:
+    """Append one line to a log through `open_for_append`; a failed write (a full disk) names the file."""
+    try:
+        with open_for_append(path, what) as f:
+            f.write(line + "\n")
+    except OSError as e:
+        raise write_error(e, path, "the lines before it are intact") from e
 
 
 def umask_mode() -> int:

@@ -362,6 +362,27 @@ def test_a_full_disk_during_a_checkpoint_names_the_file_and_the_intact_checkpoin
     pretrain(None, out, resume=True)          # and the intact one resumes
 
 
+def test_a_full_disk_while_logging_names_the_log(corpus, tmp_path, monkeypatch, capsys):
+    class Full:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("bertlab.files.open_for_append", lambda path, what: Full())
+    monkeypatch.setattr("bertlab.files.shutil.disk_usage", lambda p: shutil._ntuple_diskusage(10**9, 10**9, 0))
+    out = tmp_path / "run"
+    assert main(["pretrain", str(corpus), "--out", str(out), "--preset", "tiny", "--max-len", "32", "--batch-size",
+                 "8", "--vocab-size", "300", "--device", "cpu", "--no-progress", "--steps", "2"]) == 1
+    err = capsys.readouterr().err
+    assert f"could not write {out / 'metrics.jsonl'}: the disk is full (0.0 MiB free there)" in err, err
+    assert "free some space" in err and "Traceback" not in err
+
+
 def test_a_full_disk_during_save_names_the_file_and_keeps_the_previous_save(tmp_path, monkeypatch):
     model, tok = bertlab.load("bertlab-tiny", device="cpu")
     bertlab.save(model, tok, tmp_path / "ckpt")

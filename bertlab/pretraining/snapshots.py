@@ -96,8 +96,7 @@ def take(model, tokenizer, text: str, step: int) -> Snapshot:
 
 
 def append(out: Path, snapshot: Snapshot) -> None:
-    with files.open_for_append(Path(out) / FILE, f"the run's {FILE}") as f:   # never through a planted link
-        f.write(json.dumps(asdict(snapshot)) + "\n")
+    files.append_line(Path(out) / FILE, json.dumps(asdict(snapshot)), f"the run's {FILE}")   # never through a link
 
 
 def read_snapshots(out) -> list[Snapshot]:

@@ -501,8 +501,7 @@ class _Run:
     def _log(self, metrics: dict) -> None:
         if not self.dist.main:
             return
-        with files.open_for_append(self.out / "metrics.jsonl", "the run's metrics.jsonl") as f:
-            f.write(json.dumps(metrics) + "\n")
+        files.append_line(self.out / "metrics.jsonl", json.dumps(metrics), "the run's metrics.jsonl")
         for cb in self.callbacks:
             cb(metrics)
 
