@@ -455,6 +455,8 @@ def save(model, tokenizer: Tokenizer, path: str | os.PathLike, format: str = "be
             intact = f"{path} may hold part of the new save (no config.json, so nothing loads it): save again"
             _move_in(tmp, path)
     except Exception as e:
+        if isinstance(e, OSError) and e.filename and Path(os.fsdecode(e.filename)).parent == tmp:
+            file = Path(os.fsdecode(e.filename))     # the system named the file (vocab.txt after tokenizer.json)
         error = files.write_error(e, path / file.name if file != path else path, intact)
         if error is None:
             raise

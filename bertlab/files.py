@@ -165,6 +165,7 @@ class WriteFailed(OSError):
     def __init__(self, code: int, file, why: str, intact: str = ""):
         advice = ("free some space (or write elsewhere) and try again" if code in (errno.ENOSPC, errno.EDQUOT)
                   else "fix that and try again")
+        intact = intact[:1].upper() + intact[1:]
         super().__init__(code, f"could not write {file}: {why}. " + (f"{intact}; " if intact else "") + advice)
         self.file, self.why = file, why
 
@@ -182,6 +183,8 @@ def write_error(e: BaseException, file, intact: str = "") -> WriteFailed | None:
     except OSError:
         free = None
     room = f" ({free / 2**20:.1f} MiB free there)" if free is not None else ""
+    if isinstance(e, OSError) and e.errno == errno.EDQUOT:
+        return WriteFailed(errno.EDQUOT, file, "your disk quota is used up", intact)
     if full or (_written_short(e) and free is not None and free < 64 * 2**20):
         return WriteFailed(errno.ENOSPC, file, f"the disk is full{room}", intact)
     if isinstance(e, OSError):

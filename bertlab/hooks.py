@@ -75,6 +75,9 @@ class HookedModule(nn.Module):
             return list(points)
         if callable(names):
             return [n for n in points if names(n)]
+        if not isinstance(names, str) and not hasattr(names, "__iter__"):
+            raise ValueError(f"names must be a hook point name, a glob such as '*.hook_z', a list of those, a "
+                             f"predicate on the name, or None for all, got {names!r}")
         patterns = [names] if isinstance(names, str) else list(names)
         chosen = []
         for pattern in patterns:

@@ -149,6 +149,8 @@ REFUSED = [
     ("a hook returning a list", lambda c: c.hooked(lambda z, name: [z]), ValueError, "returned a list"),
     ("hooks() given one pair, not a list", lambda c: c.tiny[0].hooks(("*.hook_z", lambda z, n: z)).__enter__(),
      ValueError, "wrap the one pair in a list"),
+    ("run_with_cache(names=5)", lambda c: c.tiny[0].run_with_cache(**c.tiny[1]("the cat"), names=5), ValueError,
+     "names must be a hook point name, a glob such as '*.hook_z'"),
     ("hooks() given a bare function", lambda c: c.tiny[0].hooks(lambda z, n: z).__enter__(), ValueError,
      "hooks() takes a list of (names, fn) pairs"),
     # ---- widgets built with odd arguments

@@ -388,7 +388,7 @@ def test_a_full_disk_during_save_names_the_file_and_keeps_the_previous_save(tmp_
     bertlab.save(model, tok, tmp_path / "ckpt")
     before = {p.name: p.read_bytes() for p in (tmp_path / "ckpt").iterdir()}
     monkeypatch.setattr("bertlab.checkpoint.save_file", enospc)
-    with pytest.raises(WriteFailed, match=r"could not write .*ckpt/model.safetensors: the disk is full.*the previous "
+    with pytest.raises(WriteFailed, match=r"could not write .*ckpt/model.safetensors: the disk is full.*The previous "
                                           r"save in .*ckpt is as it was"):
         bertlab.save(model, tok, tmp_path / "ckpt")
     assert {p.name: p.read_bytes() for p in (tmp_path / "ckpt").iterdir()} == before
