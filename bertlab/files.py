@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)     # Windows has none: links there need privileges to make anyway
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)     # open a FIFO without waiting for a writer (Windows has no FIFOs)
 
 
 class LinkRefused(ValueError):
@@ -55,14 +56,15 @@ def open_for_append(path: Path, what: str):
     """`open(path, "a")` that never follows a link nor blocks on a FIFO: a link or a special file is LinkRefused."""
     path = Path(path)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | os.O_NONBLOCK, umask_mode())
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | _NONBLOCK, umask_mode())
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.EMLINK, errno.ENXIO, errno.EISDIR):  # a link (EMLINK on BSD), a FIFO
             refuse_link(path, what)
         raise
     try:
         refuse_shared(fd, path, what)
-        os.set_blocking(fd, True)
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
         return os.fdopen(fd, "a", encoding="utf-8")
     except BaseException:
         os.close(fd)
@@ -85,7 +87,7 @@ def refuse_shared(fd: int, path: Path, what: str) -> None:
 def read_text(path: Path, what: str) -> str:
     """A small text file's contents, refusing a link or a FIFO (reading a FIFO would wait for ever)."""
     refuse_link(path, what)
-    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK)
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise LinkRefused(f"{path} is not a regular file: {what} must be a plain file; remove it")

@@ -127,7 +127,8 @@ def _lock(path: Path) -> int:
     while True:
         files.refuse_link(path, "the run folder's lock")
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK, 0o644)
+            flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+            fd = os.open(path, flags, 0o644)
         except OSError as e:
             if e.errno in (errno.ELOOP, errno.EMLINK, errno.ENXIO, errno.EISDIR):
                 files.refuse_link(path, "the run folder's lock")
