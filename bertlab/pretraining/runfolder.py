@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import logging
 import os
@@ -236,6 +237,15 @@ def writing_checkpoint(out: Path, step: int):
             raise
         shutil.rmtree(staging(out, step), ignore_errors=True)   # give the space back
         raise error from e
+
+
+def reports_write_errors(write_checkpoint: Callable) -> Callable:
+    """A trainer's checkpoint method (`run.out`, `run.step`), its failed writes said by `writing_checkpoint`."""
+    @functools.wraps(write_checkpoint)
+    def wrapper(run, *args, **kwargs):
+        with writing_checkpoint(run.out, run.step):
+            return write_checkpoint(run, *args, **kwargs)
+    return wrapper
 
 
 def save_tensors(obj, path: Path) -> None:

@@ -509,6 +509,7 @@ class _Run:
         if self.dist.main:
             snapshots.append(self.out, snapshots.take(self.model, self.tokenizer, self.args.snapshot_text, self.step))
 
+    @runfolder.reports_write_errors   # a full disk: which file, and which checkpoint is intact
     def _checkpoint(self) -> None:
         """checkpoints/step-N/ for the last finished step: its model, optimizer and `self.position`.
 
@@ -517,17 +518,16 @@ class _Run:
         """
         dist, at = self.dist, self.position
         tmp = runfolder.staging(self.out, self.step)
-        with runfolder.writing_checkpoint(self.out, self.step):   # a full disk: which file, what is intact
-            if dist.main:
-                runfolder.fresh_staging(self.out, self.step)
-                save(self.model, self.tokenizer, tmp)
-                args, data = runfolder.stored(asdict(self.args), at.data, self.out)
-                runfolder.save_tensors({"args": args, "paths": runfolder.RUN_RELATIVE, "step": self.step,
-                                        "optimizer": self.optimizer.state_dict(), "data": data,
-                                        "mask_generator": at.mask_generator}, tmp / "trainer_state.pt")
-            dist.barrier()
-            runfolder.save_tensors(at.rng, tmp / f"rng-rank{dist.rank}.pt")  # each process its own dropout state
-            dist.barrier()
+        if dist.main:
+            runfolder.fresh_staging(self.out, self.step)   # whatever was at its name (a planted link) removed
+            save(self.model, self.tokenizer, tmp)
+            args, data = runfolder.stored(asdict(self.args), at.data, self.out)
+            runfolder.save_tensors({"args": args, "paths": runfolder.RUN_RELATIVE, "step": self.step,
+                                    "optimizer": self.optimizer.state_dict(), "data": data,
+                                    "mask_generator": at.mask_generator}, tmp / "trainer_state.pt")
+        dist.barrier()
+        runfolder.save_tensors(at.rng, tmp / f"rng-rank{dist.rank}.pt")  # each process its own dropout state
+        dist.barrier()
         if dist.main:
             runfolder.publish(self.out, self.step, self.args.keep_checkpoints)
         dist.barrier()
