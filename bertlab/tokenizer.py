@@ -43,6 +43,7 @@ import tokenizers
 import torch
 from tokenizers import decoders, models, normalizers, pre_tokenizers, processors
 
+from . import files
 from .config import read_config_json
 from .encoding import MODEL_INPUT_NAMES, Batch, Encoding  # noqa: F401  (MODEL_INPUT_NAMES re-exported)
 from .wordpiece_training import BASE_ALPHABET, learn_vocabulary
@@ -293,14 +294,15 @@ class Tokenizer:
         model_max_length = _capped(self.model_max_length, max_position_embeddings)
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        self.backend.save(str(directory / "tokenizer.json"))
+        # each file written under a random name and renamed into place: a link planted at a file's name is
+        # replaced, never written through (files.replace_text)
+        files.replace_text(directory / "tokenizer.json", self.backend.to_str(pretty=True))
 
         vocab = self.get_vocab()
         by_id = sorted(vocab, key=vocab.__getitem__)
         if [vocab[t] for t in by_id] != list(range(len(by_id))):
             raise ValueError("token ids are not contiguous from 0: the vocabulary cannot be written as vocab.txt")
-        with open(directory / "vocab.txt", "w", encoding="utf-8") as f:
-            f.writelines(token + "\n" for token in by_id)
+        files.replace_text(directory / "vocab.txt", "".join(token + "\n" for token in by_id))
 
         state = _normalizer_state(self.backend) or {}
         config = {
@@ -312,7 +314,7 @@ class Tokenizer:
             "unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
             "mask_token": "[MASK]",
         }
-        (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        files.replace_text(directory / "tokenizer_config.json", json.dumps(config, indent=2) + "\n")
         logger.debug("saved tokenizer to %s", directory)
 
     # ------------------------------------------------------------------ encoding

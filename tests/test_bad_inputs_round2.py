@@ -339,3 +339,18 @@ def test_probe_ablation_counts_negative_indexes_from_the_end(tiny):
 def test_head_type_counts_take_a_negative_layer(tiny):
     types = probe.head_types(*tiny, ["the cat sat on the mat."])
     assert types.counts(layer=-1) == types.counts(layer=1)
+
+
+# ---- a tokenizer saved on its own never writes through a link planted at one of its names -------------------
+
+def test_tokenizer_save_replaces_planted_links_and_leaves_their_targets(tiny, tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    folder = tmp_path / "tok"
+    folder.mkdir()
+    for name in ("tokenizer.json", "vocab.txt", "tokenizer_config.json"):
+        (folder / name).symlink_to(victim)
+    tiny[1].save(folder)
+    assert victim.read_text() == "precious\n"
+    assert not any(p.is_symlink() for p in folder.iterdir())
+    assert Tokenizer.from_file(folder)("the river bank").input_ids == tiny[1]("the river bank").input_ids
