@@ -16,12 +16,14 @@ a checkpoint must never be able to run code on the machine that opens it.
 from __future__ import annotations
 
 import ctypes
+import glob
 import importlib.util
 import json
 import logging
 import os
 import re
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -29,7 +31,9 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
+from . import files
 from .config import BertConfig, read_config_json
+from .inputs import check_vocabularies
 from .model.bert import Bert, BertModule
 from .utils import default_device
 from .model.heads import (HEADS, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
@@ -338,6 +342,7 @@ def load(name_or_path: str | os.PathLike, device=None, model_class: type | None 
     gives `Bert`, MLM + NSP weights give `BertForPreTraining`. Pass `model_class=BertForSequenceClassification`
     (and e.g. `num_labels=3`) to put a fresh task head on a pre-trained encoder. Returned in eval mode.
     """
+    _check_path(name_or_path, "load", '"bertlab-tiny", "minilm", a checkpoint folder or a hub id')
     path = resolve(name_or_path)
     if not (path / "config.json").exists():
         raise FileNotFoundError(f"no config.json in {path}: a checkpoint directory holds config.json, "
@@ -352,6 +357,7 @@ def load(name_or_path: str | os.PathLike, device=None, model_class: type | None 
     if files[0].suffix != ".safetensors":  # a pytorch_model.bin has no header: its tensors, before the model
         check_config_fits(config, {k: tuple(v.shape) for k, v in sd.items()}, path / "config.json")
     sd = normalise_keys(sd)
+    _warn_non_finite(sd, path)
     tokenizer = Tokenizer.from_file(path, max_position_embeddings=config.max_position_embeddings)
     if tokenizer.vocab_size > config.vocab_size:
         raise ValueError(f"the tokenizer in {path} has {tokenizer.vocab_size} tokens but the model only "
@@ -364,6 +370,24 @@ def load(name_or_path: str | os.PathLike, device=None, model_class: type | None 
     model = build(cls, config, sd, config_json, device, **head_kwargs)
     load_weights(model, sd, allow_new_head=model_class is not None and cls is not auto)
     return model.eval(), tokenizer
+
+
+def _check_path(path, call: str, what: str) -> None:
+    """A path argument that is not one (None, a number, bytes) fails here, naming the call, not deep in pathlib."""
+    if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes) or (isinstance(path, str) and not path):
+        raise TypeError(f"{call}() takes a path as a str or pathlib.Path ({what}), got {path!r} "
+                        f"({type(path).__name__})")
+
+
+def _warn_non_finite(sd: dict[str, torch.Tensor], path: Path) -> None:
+    """Log the tensors holding NaN or infinity: every output of such a model is NaN, far from where it came in."""
+    # a finite sum means every element is finite (one NaN or inf would spread to it); only a sum that is not
+    # (a NaN, or a sum that overflowed) needs the element-wise look, which is several times slower
+    bad = [k for k, v in sd.items() if v.is_floating_point() and not bool(torch.isfinite(v.sum()))
+           and not bool(torch.isfinite(v).all())]
+    if bad:
+        log.warning("%s: %d tensor(s) hold NaN or infinite values, so the model's outputs will be NaN: %s (was it "
+                    "saved from a run whose loss diverged?)", path, len(bad), _names(bad))
 
 
 # The files a save writes, and those of an earlier save it replaces (weights in another format, which a loader
@@ -387,36 +411,62 @@ def save(model, tokenizer: Tokenizer, path: str | os.PathLike, format: str = "be
     them: there the old config.json goes first, the new files are moved in, and the new config.json comes last,
     so a save cut short leaves a folder without config.json, which no loader takes for a checkpoint.
     """
+    _check_path(path, "save", "the folder to write the checkpoint into")
+    if not isinstance(model, torch.nn.Module) or not isinstance(getattr(model, "config", None), BertConfig):
+        raise TypeError(f"save() takes a bertlab model first (Bert or a head such as BertForPreTraining), got "
+                        f"{type(model).__name__}")
+    if not isinstance(tokenizer, Tokenizer):
+        raise TypeError(f"save() takes the model's bertlab Tokenizer second, got {type(tokenizer).__name__}: "
+                        "save(model, tokenizer, path)")
     if format not in ("bertlab", "huggingface"):
         raise ValueError(f'format must be "bertlab" or "huggingface", got {format!r}')
     if tokenizer.vocab_size > model.config.vocab_size:
         raise ValueError(f"the tokenizer has {tokenizer.vocab_size} tokens but the model only "
                          f"{model.config.vocab_size} embeddings, so its last ids have no embedding: save the model "
                          "with the tokenizer it was trained with")
+    check_vocabularies(model.config.vocab_size, tokenizer, model=model)   # fewer tokens: a warning saying what it means
     given = path = Path(path)
     if path.exists() and not path.is_dir():
         raise NotADirectoryError(f"{path} exists and is not a folder: save writes a checkpoint folder")
     if path.is_symlink():  # a link to a folder: replace the folder it points to, and keep the link
         path = path.resolve()
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:   # a read-only mount, a full disk, a parent we may not write to
+        raise files.write_error(e, path) from e
     sd = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in model.state_dict().items() if k != DECODER_WEIGHT}
     if format == "huggingface" and MLM_BIAS in sd:
         sd[DECODER_BIAS] = sd[MLM_BIAS].clone()
 
+    _remove_stale_temporaries(path)
     whole, tmp = _new_folder_for(path)
+    file, intact = tmp / "model.safetensors", f"the previous save in {path} is as it was"
     try:
-        save_file(sd, str(tmp / "model.safetensors"), metadata={"format": "pt"})
-        _save_config(model, tmp / "config.json")
+        save_file(sd, str(file), metadata={"format": "pt"})
+        file = tmp / "config.json"
+        _save_config(model, file)
+        file = tmp / "tokenizer.json"
         tokenizer.save(tmp, max_position_embeddings=model.config.max_position_embeddings)
         if format == "huggingface":
-            (tmp / "special_tokens_map.json").write_text(json.dumps(
+            file = tmp / "special_tokens_map.json"
+            file.write_text(json.dumps(
                 {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
                  "mask_token": "[MASK]"}, indent=2) + "\n")
+        files.match_umask(tmp)  # safetensors writes 0600: a colleague must read the weights as well as the config
+        file = path
         if whole:
             os.chmod(tmp, path.stat().st_mode & 0o7777)  # mkdtemp's folder is private (0o700); keep the old mode
             _swap(tmp, path)  # tmp now holds the previous save, deleted below
         else:
+            intact = f"{path} may hold part of the new save (no config.json, so nothing loads it): save again"
             _move_in(tmp, path)
+    except Exception as e:
+        if isinstance(e, OSError) and e.filename and Path(os.fsdecode(e.filename)).parent == tmp:
+            file = Path(os.fsdecode(e.filename))     # the system named the file (vocab.txt after tokenizer.json)
+        error = files.write_error(e, path / file.name if file != path else path, intact)
+        if error is None:
+            raise
+        raise error from e
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return given
@@ -451,10 +501,41 @@ def _new_folder_for(path: Path) -> tuple[bool, Path]:
              and not (here and here.is_relative_to(path.resolve())))
     if whole:
         try:
-            return True, Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+            return True, Path(tempfile.mkdtemp(prefix=f".{path.name}.{_OWNER}.", suffix=".tmp", dir=path.parent))
         except PermissionError:  # a folder of ours in one we may not write to: replace its files instead
             pass
-    return False, Path(tempfile.mkdtemp(prefix=".save.", suffix=".tmp", dir=path))
+    return False, Path(tempfile.mkdtemp(prefix=f".save.{_OWNER}.", suffix=".tmp", dir=path))
+
+
+# A save's temporary folders are named for the process writing them (host-pid), so the next save can tell the
+# leftovers of a killed one (its process is gone) from those of a save still running in another process.
+_OWNER = f"{re.sub(r'[^A-Za-z0-9]', '', socket.gethostname())[:24] or 'host'}-{os.getpid()}"
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Delete the temporary folders that saves into `path` killed on this host left behind (their process has
+    ended): a kill mid-save leaves a whole model there, and nothing else would ever remove it."""
+    host = _OWNER.rsplit("-", 1)[0]
+    found = []
+    if path.parent.is_dir():
+        found += [(p, rf"\.{re.escape(path.name)}\.") for p in path.parent.glob(f".{glob.escape(path.name)}.*")]
+    if path.is_dir():
+        found += [(p, r"\.save\.") for p in path.glob(".save.*")]
+    for p, start in found:
+        m = re.fullmatch(start + rf"{re.escape(host)}-(\d+)\.\w+\.tmp(?:\.old)?", p.name)
+        if m and p.is_dir() and not p.is_symlink() and not _alive(int(m.group(1))):
+            log.info("removing %s, left by a save that was killed", p)
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):   # another user's process (alive), or a system that cannot say
+        return True
+    return True
 
 
 def _swap(new: Path, old: Path) -> None:

@@ -92,6 +92,7 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
     if args.command == "pretrain":
+        from .files import WriteFailed
         from .pretraining.trainer import pretrain
 
         options = {k: v for k, v in vars(args).items()
@@ -111,6 +112,10 @@ def main(argv=None) -> int:
         except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError) as e:
             print(f"bertlab pretrain: error: {e}", file=sys.stderr)
             return 2
+        # the loss diverged, or a write failed (a full disk, a read-only mount): one line, what is intact
+        except (FloatingPointError, OSError) as e:
+            print(f"bertlab pretrain: error: {e.strerror if isinstance(e, WriteFailed) else e}", file=sys.stderr)
+            return 1
         return 130 if run.interrupted else 0    # 128 + SIGINT, as a shell reports a Ctrl-C
     if args.command == "lab":
         from .lab import main as lab_main

@@ -40,6 +40,11 @@ HIDDEN_ACTS = {
 # broken, and filling it from BERT-base would build a model of the wrong size before anything noticed.
 SIZES = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
 
+# The yes/no fields of HuggingFace's BertConfig (and PretrainedConfig) that a BERT config.json may carry: bertlab
+# keeps only is_decoder, but a string in any of them is a broken file, refused with its name.
+BOOLEANS = ("is_decoder", "add_cross_attention", "tie_word_embeddings", "use_cache", "is_encoder_decoder",
+            "output_attentions", "output_hidden_states", "return_dict", "torchscript", "gradient_checkpointing")
+
 # A config.json is a few hundred bytes (a few MB with a huge label list); anything bigger is not one.
 MAX_CONFIG_BYTES = 16 << 20
 
@@ -137,6 +142,10 @@ class BertConfig:
         if all(d.get(name) is None for name in SIZES):
             raise ValueError(f"config gives none of the sizes that shape a BERT ({', '.join(SIZES)}); "
                              "for a standard size use BertConfig.preset(name)")
+        for name in BOOLEANS:     # a quoted "false" is a non-empty string, read as true by everything downstream
+            if name in d and d[name] is not None and not isinstance(d[name], bool):
+                quoted = ", a quoted string: write true or false without quotes" if isinstance(d[name], str) else ""
+                raise ValueError(f"{name} must be true or false (a JSON boolean), got {d[name]!r}{quoted}")
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in known and v is not None})
 

@@ -8,6 +8,8 @@ bottom, and so that the probes can check their inputs the same way.
 
 from __future__ import annotations
 
+import logging
+
 import torch
 
 from .config import BertConfig
@@ -122,3 +124,32 @@ def check_tokens(tokens, T: int, what: str) -> list[str]:
         raise ValueError(f"{len(tokens)} tokens given for {what} over {T} positions: "
                          "pass the tokens of the same text the model ran on")
     return tokens
+
+
+_WARNED: set[tuple[int, int]] = set()     # (id of the model, id of the tokenizer): pairs already warned about
+
+
+def check_vocabularies(vocab_size: int, tokenizer, model_name: str = "the model", model=None) -> None:
+    """A tokenizer that cannot be the model's own (more tokens than the model has embeddings) is a ValueError;
+    one with fewer tokens is a warning (once per pair) saying what happens to the ids it cannot produce.
+
+    Every place a model meets a tokenizer calls this (the probes through `probe.max_length`, the widgets,
+    `pretrain(init=...)`, `save`): a model paired with another model's tokenizer answers fluently and wrongly
+    ("[unused591]", p = 0.21), since the ids the two share stand for different words.
+    """
+    n = getattr(tokenizer, "vocab_size", None)
+    if not isinstance(n, int):
+        return                       # not a bertlab Tokenizer (a transformers one in a view): nothing to compare
+    if n > vocab_size:
+        raise ValueError(f"the tokenizer has {n} tokens but {model_name} only {vocab_size} embeddings, so the "
+                         f"tokenizer cannot be the model's own (ids {vocab_size} … {n - 1} have no embedding, and "
+                         "the ids they share stand for other words): use the tokenizer that came with the model, "
+                         "e.g. model, tokenizer = bertlab.load(...)")
+    key = (id(model) if model is not None else vocab_size, id(tokenizer))
+    if n < vocab_size and key not in _WARNED:   # once per pair: a widget asks at every keystroke
+        _WARNED.add(key)
+        logging.getLogger("bertlab").warning(
+            "the tokenizer has %d tokens but %s %d embeddings: the model's last %d ids have no token, so the "
+            "tokenizer never produces them and masked-word guesses leave them out (harmless for a vocabulary "
+            "padded to a round size; otherwise check that this is the model's own tokenizer)",
+            n, model_name, vocab_size, vocab_size - n)

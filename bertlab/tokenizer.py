@@ -43,6 +43,7 @@ import tokenizers
 import torch
 from tokenizers import decoders, models, normalizers, pre_tokenizers, processors
 
+from . import files
 from .config import read_config_json
 from .encoding import MODEL_INPUT_NAMES, Batch, Encoding  # noqa: F401  (MODEL_INPUT_NAMES re-exported)
 from .wordpiece_training import BASE_ALPHABET, learn_vocabulary
@@ -237,6 +238,9 @@ class Tokenizer:
         model, pass its ``max_position_embeddings``: ``model_max_length`` is
         capped at it (a file may say 512 beside a model of 128 positions).
         """
+        if not isinstance(path, (str, os.PathLike)) or not str(path):
+            raise TypeError(f"Tokenizer.from_file() takes a path as a str or pathlib.Path (a vocab.txt, a "
+                            f"tokenizer.json or their folder), got {path!r} ({type(path).__name__})")
         path = Path(path)
         if path.is_dir():
             for name in ("tokenizer.json", "vocab.txt"):
@@ -267,10 +271,10 @@ class Tokenizer:
                 backend.normalizer = _bert_normalizer(lowercase, state.get("strip_accents"))
         else:
             if lowercase is None:
-                lowercase = bool(config.get("do_lower_case", True))
+                lowercase = _config_bool(config, "do_lower_case", True, path.parent)
             vocab = _read_vocab_txt(path)
             model = models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD)
-            backend = _bert_backend(model, lowercase, config.get("strip_accents"))
+            backend = _bert_backend(model, lowercase, _config_bool(config, "strip_accents", None, path.parent))
             missing = [tok for tok in ("[CLS]", "[SEP]") if tok not in vocab]
             if not missing:
                 backend.post_processor = _bert_post_processor(vocab["[CLS]"], vocab["[SEP]"])
@@ -290,14 +294,15 @@ class Tokenizer:
         model_max_length = _capped(self.model_max_length, max_position_embeddings)
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        self.backend.save(str(directory / "tokenizer.json"))
+        # each file written under a random name and renamed into place: a link planted at a file's name is
+        # replaced, never written through (files.replace_text)
+        files.replace_text(directory / "tokenizer.json", self.backend.to_str(pretty=True))
 
         vocab = self.get_vocab()
         by_id = sorted(vocab, key=vocab.__getitem__)
         if [vocab[t] for t in by_id] != list(range(len(by_id))):
             raise ValueError("token ids are not contiguous from 0: the vocabulary cannot be written as vocab.txt")
-        with open(directory / "vocab.txt", "w", encoding="utf-8") as f:
-            f.writelines(token + "\n" for token in by_id)
+        files.replace_text(directory / "vocab.txt", "".join(token + "\n" for token in by_id))
 
         state = _normalizer_state(self.backend) or {}
         config = {
@@ -309,7 +314,7 @@ class Tokenizer:
             "unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
             "mask_token": "[MASK]",
         }
-        (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        files.replace_text(directory / "tokenizer_config.json", json.dumps(config, indent=2) + "\n")
         logger.debug("saved tokenizer to %s", directory)
 
     # ------------------------------------------------------------------ encoding
@@ -560,3 +565,19 @@ def _read_tokenizer_config(directory: Path) -> dict[str, Any]:
     not a JSON object is a ValueError naming it."""
     path = directory / "tokenizer_config.json"
     return read_config_json(path) if path.exists() else {}
+
+
+def _config_bool(config: dict[str, Any], name: str, default: bool | None, directory: Path) -> bool | None:
+    """A yes/no setting of tokenizer_config.json: a JSON true or false (null where `default` is None).
+
+    A quoted "false" is a non-empty string, which Python reads as true: the vocabulary would be lowercased
+    against the file's word. So anything but a JSON boolean is an error naming the file and the field.
+    """
+    value = config.get(name)
+    if value is None:                 # absent or null: the default (strip_accents: follow lowercase)
+        return default
+    if isinstance(value, bool):
+        return value
+    hint = " (a quoted string; write true or false without quotes)" if isinstance(value, str) else ""
+    raise ValueError(f"{directory / 'tokenizer_config.json'}: {name} must be true or false (a JSON boolean, or "
+                     f"null for the default), got {value!r}{hint}")

@@ -241,7 +241,7 @@ BAD = {
     "empty corpus": (lambda p: (p.write_text(""), p)[1], {}, ValueError, "no text"),
     "missing path": (lambda p: p.parent / "nowhere.txt", {}, FileNotFoundError, "does not exist"),
     "one-sentence documents": (_one_sentence_docs, {}, ValueError, "two or more sentences"),
-    "max_len 4": (None, {"max_len": 4}, ValueError, "max_len 4 is too small"),
+    "max_len 4": (None, {"max_len": 4}, ValueError, r"--max-len 4 \(max_len=4\) is out of range"),
     "unknown preset": (None, {"preset": "huge"}, ValueError, "unknown preset 'huge'"),
     "batch not divisible": (None, {"batch_size": 6, "grad_accum": 4}, ValueError, "multiple of grad_accum 4"),
     "nothing to resume": (None, {"resume": True}, FileNotFoundError, "nothing to resume"),

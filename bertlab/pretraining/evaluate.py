@@ -8,6 +8,7 @@ from typing import Sequence
 
 import torch
 
+from ..inputs import check_vocabularies
 from ..model.heads import IGNORE
 from .data import collate, read_documents
 from .masking import mask_tokens
@@ -34,6 +35,7 @@ def evaluate(model, tokenizer, corpus: Sequence[str] | str, max_len: int = 128, 
     Pairs are balanced (`make_pairs(balance=True)`: exactly 50 % IsNext), so the NSP baseline is 50 %;
     `balance=False` scores Google's pairs, whose majority label is `nsp_majority`.
     """
+    check_vocabularies(model.config.vocab_size, tokenizer, model=model)   # another model's tokenizer: refused
     was_training = model.training
     model.eval()
     gen = torch.Generator().manual_seed(seed)

@@ -23,6 +23,8 @@ this module keeps the folder safe to stop, copy, move and resume, whatever happe
 from __future__ import annotations
 
 import contextlib
+import errno
+import functools
 import json
 import logging
 import os
@@ -41,6 +43,7 @@ except ImportError:
 
 import torch
 
+from .. import files
 from ..checkpoint import normalise_keys, read_state_dict
 from ..tokenizer import Tokenizer
 
@@ -68,7 +71,7 @@ def check_out(out: Path) -> None:
 
 def run_files(out: Path) -> list[str]:
     """The names in `out` that show it holds a run (empty: the folder is free for a new one)."""
-    return [name for name in RUN_FILES if (out / name).exists()]
+    return [name for name in RUN_FILES if (out / name).exists() or (out / name).is_symlink()]
 
 
 def remove_run(out: Path) -> None:
@@ -92,9 +95,15 @@ def locked(out: Path):
     Folders made here are removed again if the run leaves nothing in them (it failed on bad input).
     """
     made = [p for p in (out, *out.parents) if not p.exists()]     # deepest first
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / _LOCK
-    fd = _lock(path) if fcntl is not None else None
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / _LOCK
+        fd = _lock(path) if fcntl is not None else None
+    except OSError as e:
+        if isinstance(e, (FileExistsError, files.LinkRefused)) or e.errno not in _CANNOT_WRITE:
+            raise
+        raise PermissionError(e.errno, f"cannot write in --out {out} ({e.strerror}): choose a folder you may "
+                              "write to") from None
     try:
         yield
     finally:
@@ -108,10 +117,28 @@ def locked(out: Path):
                 break                      # not empty: the run wrote something
 
 
+_CANNOT_WRITE = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
 def _lock(path: Path) -> int:
-    """Open and flock `path`, or raise naming the run that holds it; returns the file descriptor."""
+    """Open and flock `path`, or raise naming the run that holds it; returns the file descriptor.
+
+    Opened without following a link: a `.pretrain.lock` planted as a link to another file would have that
+    file truncated and overwritten with the lock's JSON, even by a run that is then refused."""
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        files.refuse_link(path, "the run folder's lock")
+        try:
+            flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+            fd = os.open(path, flags, 0o644)
+        except OSError as e:
+            if e.errno in (errno.ELOOP, errno.EMLINK, errno.ENXIO, errno.EISDIR):
+                files.refuse_link(path, "the run folder's lock")
+            raise
+        try:
+            files.refuse_shared(fd, path, "the run folder's lock")
+        except files.LinkRefused:
+            os.close(fd)
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -148,6 +175,88 @@ def _lock_holder(fd: int) -> str:
         return f"pid {holder['pid']} on host {holder['host']}, started {holder['started']}"
     except (ValueError, KeyError, TypeError):
         return f"a process that wrote {raw[:80]!r}"
+
+
+def check_files(out: Path) -> None:
+    """Refuse a run folder in which anything the trainer reads or writes is a symbolic link or a special file.
+
+    Every file of a run is opened by name: a link planted there (or a `cp -as` copy, which is made of links)
+    would have the run append its log to, or write its checkpoints into, whatever the link points to, and a
+    FIFO where metrics.jsonl should be would block resume for ever. So each is checked, down every
+    checkpoint, before anything is written; files.open_for_append refuses them again at each write.
+    """
+    for name in (*RUN_FILES, *MODEL_FILES, _LOCK):
+        files.refuse_link(out / name, f"{name} of the run in {out}", folder_ok=name == "checkpoints")
+    root = out / "checkpoints"
+    if root.is_dir():
+        for folder, dirs, names in os.walk(root):
+            for name in dirs + names:
+                files.refuse_link(Path(folder) / name, f"every file under {root}", folder_ok=True)
+
+
+def remove_stale(out: Path) -> None:
+    """Delete the half-written checkpoints and pointer files of runs that were killed while writing them.
+
+    Only the process holding the lock calls this, so no other run is writing them now.
+    """
+    root = out / "checkpoints"
+    if not root.is_dir() or root.is_symlink():    # a linked checkpoints/ is refused by check_files, not entered
+        return
+    for p in root.glob(".*.tmp"):
+        log.info("removing %s, left by a run that was stopped while writing it", p)
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+
+
+def fresh_staging(out: Path, step: int) -> Path:
+    """`staging(out, step)`, emptied and made anew (whatever was at its name, a link included, is removed)."""
+    tmp = staging(out, step)
+    if tmp.is_dir() and not tmp.is_symlink():
+        shutil.rmtree(tmp)
+    else:
+        tmp.unlink(missing_ok=True)
+    tmp.mkdir(parents=True)
+    return tmp
+
+
+@contextlib.contextmanager
+def writing_checkpoint(out: Path, step: int):
+    """Around the writing of a checkpoint: a full disk (or another failed write) becomes one OSError naming the
+    file, saying that the previous checkpoint is intact and `resume` continues from it."""
+    try:
+        yield
+    except Exception as e:
+        previous = latest_checkpoint(out)
+        intact = (f"the checkpoint being written (step {step}) was not published: {previous} is intact and "
+                  "--resume continues from it" if previous is not None else
+                  f"no checkpoint of step {step} was published, and the run has no earlier one")
+        error = files.write_error(e, getattr(e, "file", None) or staging(out, step), intact)
+        if error is None:
+            raise
+        shutil.rmtree(staging(out, step), ignore_errors=True)   # give the space back
+        raise error from e
+
+
+def reports_write_errors(write_checkpoint: Callable) -> Callable:
+    """A trainer's checkpoint method (`run.out`, `run.step`), its failed writes said by `writing_checkpoint`."""
+    @functools.wraps(write_checkpoint)
+    def wrapper(run, *args, **kwargs):
+        with writing_checkpoint(run.out, run.step):
+            return write_checkpoint(run, *args, **kwargs)
+    return wrapper
+
+
+def save_tensors(obj, path: Path) -> None:
+    """torch.save, with a failed write (a full disk) named as such: torch says only 'file write failed'."""
+    try:
+        torch.save(obj, path)
+    except Exception as e:
+        error = files.write_error(e, path)
+        if error is None:
+            raise
+        raise error from e
 
 
 # ---- paths: stored relative to the folder ----------------------------------------------------------
@@ -291,9 +400,7 @@ def publish(out: Path, step: int, keep: int) -> None:
     final = root / name
     shutil.rmtree(final, ignore_errors=True)
     os.replace(staging(out, step), final)
-    pointer = root / ".latest.tmp"
-    pointer.write_text(name + "\n")
-    os.replace(pointer, root / "latest")
+    files.replace_text(root / "latest", name + "\n")   # a random temporary name: nothing planted is written through
     # prune the oldest, never the one just written nor a newer one (a resume that fell back past a
     # torn checkpoint writes below it, and replaces it when it gets there)
     older = sorted((p for p in root.glob("step-*") if _CHECKPOINT.fullmatch(p.name) and _step_of(p) < step),
@@ -431,10 +538,10 @@ def trim_metrics(out: Path, step: int, name: str = "metrics.jsonl") -> None:
     their old lines go, and so does a last line the kill cut short.
     """
     path = Path(out) / name
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return
     kept, dropped = [], 0
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in files.read_text(path, f"{name} of the run in {out}").splitlines():
         try:
             keep = json.loads(line)["step"] <= step
         except (ValueError, KeyError, TypeError):
@@ -444,7 +551,5 @@ def trim_metrics(out: Path, step: int, name: str = "metrics.jsonl") -> None:
         else:
             dropped += 1
     if dropped:
-        tmp = path.with_name(f".{name}.tmp")
-        tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-        os.replace(tmp, path)
+        files.replace_text(path, "".join(line + "\n" for line in kept))
         log.info("%s: dropped %d line(s) after step %d, which is where training starts again", name, dropped, step)

@@ -26,6 +26,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from .. import files
+
 FILE = "snapshots.jsonl"
 DEFAULT_TEXT = "The river [MASK] was muddy after the rain."
 TOP_K = 5
@@ -78,6 +80,7 @@ def take(model, tokenizer, text: str, step: int) -> Snapshot:
             guesses = []
             if masks:
                 probs = model.cls.predictions(out.last_hidden_state[0, masks]).float().softmax(-1)  # (M, V)
+                probs = probs[:, :tokenizer.vocab_size]      # an --init model's ids past the tokenizer's: no token
                 p, top = probs.topk(min(TOP_K, probs.shape[-1]), dim=-1)
                 guesses = [[(tokenizer.id_to_token(int(i)), round(float(q), 4)) for q, i in zip(pr, ir)]
                            for pr, ir in zip(p.cpu(), top.cpu())]
@@ -93,8 +96,7 @@ def take(model, tokenizer, text: str, step: int) -> Snapshot:
 
 
 def append(out: Path, snapshot: Snapshot) -> None:
-    with open(Path(out) / FILE, "a", encoding="utf-8") as f:
-        f.write(json.dumps(asdict(snapshot)) + "\n")
+    files.append_line(Path(out) / FILE, json.dumps(asdict(snapshot)), f"the run's {FILE}")   # never through a link
 
 
 def read_snapshots(out) -> list[Snapshot]:

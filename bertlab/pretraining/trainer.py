@@ -25,7 +25,6 @@ import json
 import logging
 import os
 import random
-import shutil
 import signal
 import threading
 import time
@@ -42,7 +41,8 @@ from ..config import BertConfig
 from ..utils import default_device
 from ..model.heads import IGNORE, BertForPreTraining
 from ..tokenizer import Tokenizer
-from . import runfolder, snapshots
+from .. import files
+from . import checks, runfolder, snapshots
 from .data import PretrainingData, collate, iter_texts, read_documents
 from .masking import mask_tokens
 from .runfolder import latest_checkpoint  # noqa: F401  (scripts import it from here)
@@ -167,6 +167,7 @@ def pretrain(corpus: str | os.PathLike | Sequence[str | os.PathLike] | None, out
     A run never destroys another: an `out` that holds a run is an error unless `resume=True` (continue it)
     or `overwrite=True` (replace it), and a lock file in `out` stops a second run writing there.
     """
+    checks.check_paths(corpus, out)   # None, a number or bytes: say so here, not deep in pathlib
     paths = ([] if corpus is None else [str(corpus)] if isinstance(corpus, (str, os.PathLike))
              else [str(p) for p in corpus])
     out = Path(out)
@@ -174,12 +175,17 @@ def pretrain(corpus: str | os.PathLike | Sequence[str | os.PathLike] | None, out
     unknown = set(kwargs) - set(PretrainArgs.__dataclass_fields__)
     if unknown:
         raise ValueError(f"unknown pretrain option(s): {', '.join(sorted(unknown))}")
+    checks.check_given(kwargs)   # an impossible number (lr inf, clip -1) or a missing device, before anything loads
     if resume and overwrite:
         raise ValueError(f"--resume (resume=True) continues the run in {out} and --overwrite (overwrite=True) "
                          "replaces it: pass one or the other")
     runfolder.check_out(out)
     main = int(os.environ.get("RANK", "0")) == 0     # under torchrun, process 0 holds the lock for all
     with runfolder.locked(out) if main else contextlib.nullcontext():
+        if main:
+            runfolder.remove_stale(out)    # what killed runs left half-written (links planted there too)
+        if main and not overwrite:         # overwrite deletes links with the rest of the old run
+            runfolder.check_files(out)
         if resume:
             state = runfolder.resume_point(out)
             args = PretrainArgs(**runfolder.resumed_args(state, paths, out, kwargs))
@@ -358,6 +364,7 @@ class _Run:
             if model.config.vocab_size < self.tokenizer.vocab_size:
                 raise ValueError(f"the tokenizer has {self.tokenizer.vocab_size} tokens but {a.init} only "
                                  f"{model.config.vocab_size} embeddings: use the checkpoint's own tokenizer")
+            checks.check_init_tokenizer(a, model.config.vocab_size, self.tokenizer)   # not its own: say so
             return model.train()
         overrides = dict(vocab_size=self.tokenizer.vocab_size, pad_token_id=self.tokenizer.pad_id,
                          max_position_embeddings=a.max_position_embeddings or a.max_len)
@@ -457,6 +464,8 @@ class _Run:
             sums["masked"] += int((mine["labels"] != IGNORE).sum())
             sums["tokens"] += int(mine["attention_mask"].sum())
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), a.clip)
+        checks.stop_if_not_finite(self.step + 1, sums["mlm_loss"], sums["nsp_loss"], float(grad_norm), a,
+                                  self.out)   # before the update: the weights stay good
         with _deferred_interrupt() as held:  # weights, step and resume position change together or not at all
             self.optimizer.step()
             self.step += 1
@@ -492,8 +501,7 @@ class _Run:
     def _log(self, metrics: dict) -> None:
         if not self.dist.main:
             return
-        with open(self.out / "metrics.jsonl", "a") as f:
-            f.write(json.dumps(metrics) + "\n")
+        files.append_line(self.out / "metrics.jsonl", json.dumps(metrics), "the run's metrics.jsonl")
         for cb in self.callbacks:
             cb(metrics)
 
@@ -501,6 +509,7 @@ class _Run:
         if self.dist.main:
             snapshots.append(self.out, snapshots.take(self.model, self.tokenizer, self.args.snapshot_text, self.step))
 
+    @runfolder.reports_write_errors   # a full disk: which file, and which checkpoint is intact
     def _checkpoint(self) -> None:
         """checkpoints/step-N/ for the last finished step: its model, optimizer and `self.position`.
 
@@ -510,15 +519,14 @@ class _Run:
         dist, at = self.dist, self.position
         tmp = runfolder.staging(self.out, self.step)
         if dist.main:
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
+            runfolder.fresh_staging(self.out, self.step)   # whatever was at its name (a planted link) removed
             save(self.model, self.tokenizer, tmp)
             args, data = runfolder.stored(asdict(self.args), at.data, self.out)
-            torch.save({"args": args, "paths": runfolder.RUN_RELATIVE, "step": self.step,
-                        "optimizer": self.optimizer.state_dict(), "data": data, "mask_generator": at.mask_generator},
-                       tmp / "trainer_state.pt")
+            runfolder.save_tensors({"args": args, "paths": runfolder.RUN_RELATIVE, "step": self.step,
+                                    "optimizer": self.optimizer.state_dict(), "data": data,
+                                    "mask_generator": at.mask_generator}, tmp / "trainer_state.pt")
         dist.barrier()
-        torch.save(at.rng, tmp / f"rng-rank{dist.rank}.pt")  # each process its own dropout state
+        runfolder.save_tensors(at.rng, tmp / f"rng-rank{dist.rank}.pt")  # each process its own dropout state
         dist.barrier()
         if dist.main:
             runfolder.publish(self.out, self.step, self.args.keep_checkpoints)

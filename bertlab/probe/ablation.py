@@ -41,9 +41,10 @@ def _heads_by_layer(model, heads) -> dict[int, list[int]]:
                 or not all(isinstance(x, int) and not isinstance(x, bool) for x in pair)):
             raise ValueError(f"{pair!r} is not a (layer, head) pair of ints: write e.g. [(0, 1), (2, 3)]")
         l, h = pair
-        if not 0 <= l < L or not 0 <= h < A:
+        if not -L <= l < L or not -A <= h < A:
             raise ValueError(f"head ({l}, {h}) does not exist: this model has layers 0 … {L - 1} and heads "
-                             f"0 … {A - 1} in each")
+                             f"0 … {A - 1} in each (negative indexes count from the end, as in Python)")
+        l, h = l % L, h % A                     # (-1, -1): the last head of the last layer
         by_layer.setdefault(l, [])
         if h not in by_layer[l]:
             by_layer[l].append(h)
@@ -146,8 +147,9 @@ class Ablation:
             return result
         on = self._clean_probs
         off = self.mask_logits(hidden)[0].softmax(-1).cpu() if pairs else on
-        k = min(top_k, on.shape[-1])
-        top_on, top_off = on.topk(k).indices.tolist(), off.topk(k).indices.tolist()
+        n = min(on.shape[-1], self.tokenizer.vocab_size)   # ids past the tokenizer's have no token to show
+        k = min(top_k, n)
+        top_on, top_off = on[:n].topk(k).indices.tolist(), off[:n].topk(k).indices.tolist()
         word = self.tokenizer.id_to_token
         result.baseline = [Guess(word(i), float(on[i])) for i in top_on]
         result.guesses = [Guess(word(i), float(off[i])) for i in top_off]

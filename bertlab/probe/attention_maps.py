@@ -25,6 +25,7 @@ below it, to leave only the strong links (exBERT's slider).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -141,8 +142,10 @@ def attention_map(model, tokenizer, text: str | None = None, *, layer=0, head=0,
                          "one (B, heads, T, T) tensor per layer); or call attention_map(model, tokenizer, text)")
     if reduce not in REDUCE:
         raise ValueError(f"reduce must be one of {REDUCE}, got {reduce!r}")
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or threshold < 0:
-        raise ValueError(f"threshold must be a number ≥ 0 (weights below it are blanked), got {threshold!r}")
+    if (isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold)
+            or threshold < 0):   # nan compares false with everything: it would pass `< 0` and blank nothing
+        raise ValueError(f"threshold must be a number ≥ 0, and finite (weights below it are blanked), got "
+                         f"{threshold!r}")
     L, (B, H, T, _) = len(attentions), attentions[0].shape
     if isinstance(batch_index, bool) or not isinstance(batch_index, int) or not -B <= batch_index < B:
         raise ValueError(f"batch_index {batch_index!r} does not exist: the batch has {B} rows")

@@ -100,6 +100,7 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5, by_layer: bool = Fals
 
     def top(states: torch.Tensor) -> list[list[Guess]]:                 # states: (n, H), one row per guess list
         probs = head(states).float().softmax(-1).cpu()                  # (n, V)
+        probs = probs[:, :tokenizer.vocab_size]   # ids the tokenizer has no token for are never guesses
         p, top_ids = probs.topk(min(top_k, probs.shape[-1]), dim=-1)    # sorted, most probable first
         return [[Guess(tokenizer.id_to_token(i), q) for q, i in zip(pr, ir)]
                 for pr, ir in zip(p.tolist(), top_ids.tolist())]

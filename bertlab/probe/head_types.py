@@ -58,6 +58,10 @@ class HeadTypes:
 
     def counts(self, layer: int | None = None) -> Counter:
         """How many heads carry each label, in one layer or (None) in the whole model."""
+        n = len(self.labels)
+        if layer is not None and (isinstance(layer, bool) or not isinstance(layer, int) or not -n <= layer < n):
+            raise ValueError(f"layer {layer!r} does not exist: there are {n} layers (0 … {n - 1}; negative "
+                             "indexes count from the end), or None for the whole model")
         rows = self.labels if layer is None else [self.labels[layer]]
         return Counter(label for row in rows for label in row)
 

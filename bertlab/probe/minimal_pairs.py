@@ -68,7 +68,7 @@ def compare_fill(model, tokenizer, text_a: str, text_b: str, top_k: int = 10) ->
     with inference(model):
         for enc, pos in encs:
             hidden = bert(**enc.to_tensors(bert.device)).last_hidden_state          # (1, T, H)
-            probs.append(head(hidden[0, pos]).float().softmax(-1).cpu())             # (V,)
+            probs.append(head(hidden[0, pos]).float().softmax(-1).cpu()[:tokenizer.vocab_size])   # (V,)
     pa, pb = probs
     moved = (pb - pa).abs().topk(min(top_k, pa.numel())).indices                    # the words that moved most
 

@@ -159,7 +159,7 @@ def context_mixing(model, tokenizer, text: str, position: int | None = None, tar
         tid = None
         if gradients:
             head = mlm_head(model)
-            tid = (int(head(out.last_hidden_state[0, position]).argmax()) if target is None
+            tid = (int(head(out.last_hidden_state[0, position])[:tokenizer.vocab_size].argmax()) if target is None
                    else _target_id(tokenizer, target))
     target_word = tokenizer.id_to_token(tid) if tid is not None else None
     if "integrated_gradients" in measures:

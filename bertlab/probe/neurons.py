@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from ..model.bert import Bert
-from .running import base_model, inference
+from .running import base_model, check_pair, inference
 
 
 @dataclass
@@ -48,6 +48,7 @@ def attention_neurons(model, tokenizer, text: str, layer: int, head: int, text_p
                       ) -> AttentionNeurons:
     """The query/key view of head `head` in layer `layer` (0-based; negative counts from the end) for `text`."""
     bert: Bert = base_model(model)
+    check_pair(model, tokenizer)
     n_layers, n_heads = bert.config.num_hidden_layers, bert.config.num_attention_heads
     for name, value, n in (("layer", layer, n_layers), ("head", head, n_heads)):
         if isinstance(value, bool) or not isinstance(value, int) or not -n <= value < n:

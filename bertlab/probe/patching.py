@@ -232,7 +232,8 @@ def patch(model, tokenizer, clean, corrupt, target: str | None = None, site: str
     with inference(model):
         out, cache = bert.run_with_cache(**both, names=names)                           # clean row 0, corrupt row 1
         if pos is not None and tid is None:
-            tid = int(fn(out.last_hidden_state[:1, pos]).argmax())                      # the clean run's top guess
+            logits = fn(out.last_hidden_state[:1, pos])[0, :tokenizer.vocab_size]     # ids the tokenizer can spell
+            tid = int(logits.argmax())                                                  # the clean run's top guess
         first = score(out)
         if abs(float(first[0] - first[1])) < 1e-6:
             raise ValueError(f"clean and corrupt give the same metric ({float(first[0]):.4g}), so there is no "

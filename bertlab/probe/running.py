@@ -21,10 +21,11 @@ from dataclasses import dataclass
 
 import torch
 
+from ..inputs import check_vocabularies
 from ..model.bert import Bert, BertOutput
 from ..model.heads import BertForMaskedLM, BertForPreTraining, BertLMPredictionHead
 
-__all__ = ["inference", "base_model", "has_mlm_head", "has_nsp_head", "mlm_head", "max_length", "run",
+__all__ = ["inference", "base_model", "has_mlm_head", "has_nsp_head", "mlm_head", "max_length", "check_pair", "run",
            "attention_weights", "text_attention", "TextAttention", "embedding_parts"]
 
 
@@ -82,8 +83,17 @@ def mlm_head(model) -> BertLMPredictionHead:
 
 
 def max_length(model, tokenizer) -> int:
-    """The longest input, [CLS] and [SEP] included, that both the model (its positions) and the tokenizer take."""
+    """The longest input, [CLS] and [SEP] included, that both the model (its positions) and the tokenizer take.
+
+    Every probe that encodes text asks this first, so it is also where a tokenizer that is not the model's own
+    is caught (inputs.check_vocabularies: more tokens than embeddings is an error, fewer a warning)."""
+    check_pair(model, tokenizer)
     return min(base_model(model).config.max_position_embeddings, tokenizer.model_max_length)
+
+
+def check_pair(model, tokenizer) -> None:
+    """A ValueError if `tokenizer` has more tokens than `model` has embeddings; a warning if it has fewer."""
+    check_vocabularies(base_model(model).config.vocab_size, tokenizer, model=model)
 
 
 def _on_device(bert: Bert, inputs) -> dict[str, torch.Tensor]:

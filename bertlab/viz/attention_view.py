@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from ..deprecation import renamed_arguments
+from ..inputs import check_vocabularies
 from ..probe import attention_weights
 from .look import SEQUENTIAL, check_index, check_indices, finish, token_labels
 
@@ -84,6 +85,9 @@ class AttentionView:
             raise ValueError(f"max_length must be an int of at least 3 ([CLS], a token, [SEP]), got {max_length!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        vocab = getattr(getattr(model, "config", None), "vocab_size", None)
+        if isinstance(vocab, int):                 # any model with a config (a transformers one too)
+            check_vocabularies(vocab, tokenizer)
         model_max = getattr(getattr(model, "config", None), "max_position_embeddings", None)
         self.max_length = min(max_length, model_max) if model_max else max_length
 

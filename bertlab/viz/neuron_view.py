@@ -30,6 +30,7 @@ import torch
 
 from ..deprecation import renamed_arguments
 from ..probe import base_model, inference
+from ..probe.running import check_pair
 from .bertviz_views import REQUIRE_SHIM, bertviz, offline_scripts
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ def _neuron_js() -> str:
 
 def _check(model, tokenizer, text, text_pair, layer, head, max_tokens):
     bert = base_model(model)
+    check_pair(model, tokenizer)
     L, H = bert.config.num_hidden_layers, bert.config.num_attention_heads
     for name, value, n in (("layer", layer, L), ("head", head, H)):
         if isinstance(value, bool) or not isinstance(value, int) or not -n <= value < n:

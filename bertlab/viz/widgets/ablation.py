@@ -19,7 +19,7 @@ import torch
 
 from ... import probe
 from .. import figures as F
-from .base import WIDE, WITH_HEADS, Widget, controls_row, show_figure
+from .base import WIDE, WITH_HEADS, Widget, controls_row, show_figure, text_arg, whole_arg
 
 __all__ = ["HeadAblation"]
 
@@ -39,6 +39,7 @@ class HeadAblation(Widget):
 
     def __init__(self, text: str = "Tom went to the [MASK] to open a savings account.", model="bertlab-mini",
                  top_k: int = 5):
+        text, top_k = text_arg("text", text), whole_arg("top_k", top_k, 1, 50, " (guesses compared)")
         super().__init__(model)
         self.text = W.Text(value=text, description="text", layout=WIDE)
         self.top_k = top_k
@@ -71,10 +72,11 @@ class HeadAblation(Widget):
         return {lh for lh, b in self.heads.items() if b.value}
 
     def toggle(self, layer: int, head: int, off: bool | None = None) -> None:
-        """Switch head (layer, head) off (or back on); `off=None` flips it."""
-        if (layer, head) not in self.heads:
-            self._fail(f"head ({layer}, {head}) does not exist: layers 0 … {self.config.num_hidden_layers - 1}, "
-                       f"heads 0 … {self.config.num_attention_heads - 1}")
+        """Switch head (layer, head) off (or back on); `off=None` flips it. Negative indexes count from the end."""
+        try:
+            (layer, head), = self._check_heads([(layer, head)])
+        except ValueError as e:
+            self._fail(str(e))
             return
         b = self.heads[(layer, head)]
         b.value = (not b.value) if off is None else bool(off)
@@ -104,8 +106,11 @@ class HeadAblation(Widget):
                     isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in pair):
                 raise ValueError(f"each head is a (layer, head) pair of ints, e.g. [(0, 1)], got {item!r}")
             pair = (int(pair[0]), int(pair[1]))
+            if cfg:                                   # negative indexes count from the end, as in Python
+                pair = tuple(i % n if -n <= i < 0 else i
+                             for i, n in zip(pair, (cfg.num_hidden_layers, cfg.num_attention_heads)))
             if pair not in self.heads:
-                raise ValueError(f"head {pair} does not exist: {where}")
+                raise ValueError(f"head {pair} does not exist: {where} (negative indexes count from the end)")
             checked.add(pair)
         return checked
 

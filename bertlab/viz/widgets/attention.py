@@ -21,7 +21,7 @@ from ...probe.attention_maps import attention_map
 from .. import figures as F
 from ..bertviz_views import BERTVIZ_MAX_TOKENS, head_view_html
 from ..look import token_labels
-from .base import WITH_HEADS, WIDE, Widget, controls_row, show_figure, show_html
+from .base import WITH_HEADS, WIDE, Widget, controls_row, show_figure, show_html, text_arg
 
 # what the heatmap shows: (label, (layer choice, head choice, reduce)); "this" is the layer slider's layer
 COMBINE = {"head": ("one head", ("this", "this", "mean")),
@@ -47,6 +47,9 @@ class AttentionExplorer(Widget):
 
     def __init__(self, text: str = "The cat sat on the mat because it was warm.", text_pair: str = "",
                  model="minilm", layer: int = 0, head: int = 0):
+        text, text_pair = text_arg("text", text), text_arg("text_pair", text_pair)
+        if head is None:
+            raise ValueError("head must be a whole number (negative counts from the end), got None")
         super().__init__(model)
         self.text = W.Text(value=text, description="text A", layout=WIDE)
         self.text_pair = W.Text(value=text_pair, description="text B", placeholder="optional second sentence",

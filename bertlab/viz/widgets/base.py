@@ -20,6 +20,7 @@ import contextlib
 import html
 import json
 import logging
+import numbers
 import os
 from typing import Any, Callable, Iterator
 
@@ -30,6 +31,7 @@ import plotly.io as pio
 from ... import probe
 from ...checkpoint import load
 from ...deprecation import warn_renamed
+from ..look import check_index
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +85,28 @@ def controls_row(*children) -> W.HBox:
     return W.HBox(list(children), layout=W.Layout(flex_flow="row wrap", align_items="center"))
 
 
+# ---- constructor arguments, checked where the widget is built ------------------------------------------
+
+def text_arg(name: str, value) -> str:
+    """A text box's starting text: a str (None: empty). Anything else is a ValueError naming the argument,
+    rather than an ipywidgets TraitError from inside the text box."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a str (the text the widget starts with), got {value!r} "
+                         f"({type(value).__name__})")
+    return value
+
+
+def whole_arg(name: str, value, low: int, high: int | None = None, what: str = "") -> int:
+    """A whole-number argument in low … high, or a ValueError naming it (a slider would silently clamp it)."""
+    span = f"from {low} to {high}" if high is not None else f"of at least {low}"
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low
+            or (high is not None and value > high)):
+        raise ValueError(f"{name} must be a whole number {span}{what}, got {value!r}")
+    return int(value)
+
+
 # ---- the base class ----------------------------------------------------------------------------------
 
 class Widget:
@@ -132,7 +156,11 @@ class Widget:
         if isinstance(model, (str, os.PathLike)):
             return str(model)
         if isinstance(model, tuple) and len(model) == 2:
-            m, _ = model
+            m, tokenizer = model
+            probe.base_model(m)                         # a ValueError saying what a model is, for anything else
+            if not callable(tokenizer) or not isinstance(getattr(tokenizer, "vocab_size", None), int):
+                raise ValueError(f"the second item of the (model, tokenizer) pair must be a bertlab Tokenizer, "
+                                 f"got {type(tokenizer).__name__}: pass bertlab.load(...)'s pair as it is")
             label = f"custom {type(m).__name__} (L{m.config.num_hidden_layers} H{m.config.hidden_size})"
             self._custom[label] = model
             return label
@@ -142,6 +170,7 @@ class Widget:
     def _load(self, name: str) -> None:
         try:
             self.model, self.tokenizer = self._custom[name] if name in self._custom else load_model(name)
+            probe.check_pair(self.model, self.tokenizer)   # another model's tokenizer: refused, not guessed with
             self._model_error = None
         except Exception as e:                       # a missing checkpoint is a message, not a traceback
             logger.debug("loading %s failed", name, exc_info=True)
@@ -208,8 +237,12 @@ class Widget:
         """Make `self.layer`, and with `head` also `self.head`, starting at `layer` (and `head`).
 
         With a head, `layer` picks one of the L layers (0 … L - 1) and `head` one of its heads. Without,
-        `layer` picks one of the L + 1 hidden states, 0 (the embedding output) … L; -1 is the last.
+        `layer` picks one of the L + 1 hidden states, 0 (the embedding output) … L. Negative indexes count
+        from the end, as in Python (-1: the last layer, the last head); one past either end is a ValueError.
         """
+        for name, value in (("layer", layer), ("head", head)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral)):
+                raise ValueError(f"{name} must be a whole number (negative counts from the end), got {value!r}")
         self.layer = W.IntSlider(value=0, min=0, max=0, description="layer")
         if head is not None:
             self.head = W.IntSlider(value=0, min=0, max=0, description="head")
@@ -218,10 +251,12 @@ class Widget:
             return
         self._model_changed()
         with self._hold():
-            if head is None:
-                self.layer.value = layer % (self.layer.max + 1)
-            else:
-                self.layer.value, self.head.value = min(layer, self.layer.max), min(head, self.head.max)
+            self.layer.value = check_index(layer, self.layer.max + 1, "layer", "layers" if head is not None
+                                           else "hidden states (0: the embedding output)",
+                                           f"{self.display_name} has")
+            if head is not None:
+                self.head.value = check_index(head, self.head.max + 1, "head", "heads in each layer",
+                                              f"{self.display_name} has")
 
     def _start(self, rows: list, watch: list) -> None:
         """Lay the widget out as `rows` (its `view`), refresh when any control in `watch` changes, draw once."""

@@ -13,7 +13,7 @@ import ipywidgets as W
 
 from ... import probe
 from .. import figures as F
-from .base import Widget, controls_row, show_figure
+from .base import Widget, controls_row, show_figure, text_arg
 
 __all__ = ["ContextExplorer", "BANK"]
 
@@ -37,6 +37,10 @@ class ContextExplorer(Widget):
 
     def __init__(self, word: str = "bank", sentences: Sequence[str] | str | None = None,
                  senses: Sequence[str] | None = None, model="minilm", layer: int = -1):
+        word = text_arg("word", word)
+        if sentences is not None and not isinstance(sentences, str) and (
+                not isinstance(sentences, Sequence) or not all(isinstance(s, str) for s in sentences)):
+            raise ValueError(f"sentences must be a list of str (or one str, a sentence per line), got {sentences!r}")
         super().__init__(model)
         lines = BANK if sentences is None else sentences.splitlines() if isinstance(sentences, str) else sentences
         if senses is not None:

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from ... import probe
 from .. import figures as F
 from ..look import EMBEDDING_PARTS, token_labels
-from .base import WIDE, Widget, controls_row, show_figure
+from .base import WIDE, Widget, controls_row, show_figure, text_arg
 
 __all__ = ["EmbeddingSumExplorer"]
 
@@ -29,6 +29,7 @@ class EmbeddingSumExplorer(Widget):
 
     def __init__(self, text: str = "The cat sat on the mat.", text_pair: str = "It was warm there.",
                  model="minilm"):
+        text, text_pair = text_arg("text", text), text_arg("text_pair", text_pair)
         super().__init__(model)
         self.text = W.Text(value=text, description="text A", layout=WIDE)
         self.text_pair = W.Text(value=text_pair, description="text B", placeholder="optional second sentence",

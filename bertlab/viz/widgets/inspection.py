@@ -21,7 +21,7 @@ from ...probe.neurons import attention_neurons
 from ...probe.saliency import METHODS, IntegratedGradients, saliency
 from ..inspection import nearest_contexts_html, neuron_figure, saliency_figure
 from ..neuron_view import NEURON_VIEW_MAX_TOKENS, neuron_view_html
-from .base import WIDE, WITH_HEADS, Widget, controls_row, show_figure, show_html
+from .base import WIDE, WITH_HEADS, Widget, controls_row, show_figure, show_html, text_arg, whole_arg
 
 __all__ = ["NeuronExplorer", "SaliencyExplorer", "ContextSearch"]
 
@@ -38,6 +38,9 @@ class NeuronExplorer(Widget):
 
     def __init__(self, text: str = "The cat sat on the mat because it was warm.", model="minilm",
                  layer: int = 0, head: int = 0, query: int = 1):
+        text, query = text_arg("text", text), whole_arg("query", query, 0, what=" (a token position)")
+        if head is None:
+            raise ValueError("head must be a whole number (negative counts from the end), got None")
         super().__init__(model)
         self.text = W.Text(value=text, description="text", continuous_update=False, layout=WIDE)
         self.query = W.ToggleButtons(options=[], description="query", style=dict(button_width="auto"))
@@ -127,6 +130,8 @@ class SaliencyExplorer(Widget):
 
     def __init__(self, text: str = "The river [MASK] was muddy after the storm.", target: str = "",
                  model=WITH_HEADS, method: str = "integrated_gradients", steps: int = 16):
+        text, target = text_arg("text", text), text_arg("target", target)
+        steps = whole_arg("steps", steps, 1, 500, " (integrated-gradients steps)")
         super().__init__(model)
         if method not in METHODS:
             raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
@@ -192,6 +197,8 @@ class ContextSearch(Widget):
 
     def __init__(self, text: str = "He sat on the bank of the river and watched the water.", word: str = "bank",
                  model="minilm", layer: int = -1, k: int = 8, corpus=None):
+        text, word = text_arg("text", text), text_arg("word", word)
+        k = whole_arg("k", k, 1, 25, " (contexts shown)")
         super().__init__(model)
         self.corpus = corpus
         self.text = W.Text(value=text, description="text", continuous_update=False, layout=WIDE)

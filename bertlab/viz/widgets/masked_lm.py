@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from ... import probe
 from .. import figures as F
-from .base import WIDE, Widget, controls_row, show_figure
+from .base import WIDE, Widget, controls_row, show_figure, text_arg, whole_arg
 
 __all__ = ["MaskPlayground"]
 
@@ -30,6 +30,9 @@ class MaskPlayground(Widget):
 
     def __init__(self, text: str = "Grace walked along the muddy bank of the river with her old dog.",
                  model="bertlab-mini", top_k: int = 5, mask: int | str | None = "bank"):
+        text, top_k = text_arg("text", text), whole_arg("top_k", top_k, 1, 20, " (guesses shown)")
+        if mask is not None and not isinstance(mask, str):
+            mask = whole_arg("mask", mask, 1, what=" (a token position), a token such as 'bank', or None")
         super().__init__(model)
         self.text = W.Text(value=text, description="text", layout=WIDE)
         self.tokens = W.ToggleButtons(options=[], value=None, description="mask:",

@@ -16,7 +16,7 @@ import torch
 from ...model.heads import IGNORE
 from ...pretraining.masking import mask_tokens
 from .. import figures as F
-from .base import WIDE, Widget, controls_row, show_figure
+from .base import WIDE, Widget, controls_row, show_figure, text_arg, whole_arg
 
 __all__ = ["MaskingLab"]
 
@@ -37,6 +37,7 @@ class MaskingLab(Widget):
     def __init__(self, text: str = "The river was low after a long dry summer, and brown leaves floated past "
                                    "the ducks near the far shore.",
                  model="bertlab-tiny", seed: int = 0):
+        text, seed = text_arg("text", text), whole_arg("seed", seed, 0, 2**63 - 1)
         super().__init__(model)
         self.text = W.Text(value=text, description="text", layout=WIDE)
         self.mode = W.ToggleButtons(options=[("dynamic (each token 15 %)", "dynamic"),

@@ -11,7 +11,7 @@ import ipywidgets as W
 
 from ... import probe
 from .. import figures as F
-from .base import WIDE, Widget, controls_row, show_figure
+from .base import WIDE, Widget, controls_row, show_figure, text_arg
 
 __all__ = ["NSPExplorer"]
 
@@ -23,6 +23,7 @@ class NSPExplorer(Widget):
 
     def __init__(self, a: str = "Grace walked along the muddy bank with her brother.",
                  b: str = "Brown leaves floated past them on the slow current.", model="bertlab-mini"):
+        a, b = text_arg("a", a), text_arg("b", b)
         super().__init__(model)
         self.a = W.Text(value=a, description="A", layout=WIDE)
         self.b = W.Text(value=b, description="B", layout=WIDE)
