@@ -38,7 +38,7 @@ from .neurons import AttentionNeurons, attention_neurons
 from .next_sentence import next_sentence
 from .patching import Patching, patch
 from .rollout import attention_rollout
-from .running import (attention_weights, base_model, embedding_parts, has_mlm_head, has_nsp_head, inference,
+from .running import (attention_weights, base_model, check_pair, embedding_parts, has_mlm_head, has_nsp_head, inference,
                       max_length, mlm_head, run)
 from .saliency import Saliency, saliency
 from .sentence_embedding import sentence_embedding
@@ -58,6 +58,6 @@ __all__ = [
     "mixing_scoreboard", "MixingScoreboard", "leave_one_out", "spearman",
     "ablate", "Ablation", "AblationEffect", "HeadImportance", "head_importance",
     # running a model for a probe
-    "inference", "base_model", "has_mlm_head", "has_nsp_head", "mlm_head", "max_length", "run",
+    "inference", "base_model", "has_mlm_head", "has_nsp_head", "mlm_head", "max_length", "check_pair", "run",
     "attention_weights", "embedding_parts",
 ]
