@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from ..model.bert import Bert
-from .running import base_model, check_pair, inference
+from .running import base_model, check_pair, inference, layer_and_head
 
 
 @dataclass
@@ -49,12 +49,7 @@ def attention_neurons(model, tokenizer, text: str, layer: int, head: int, text_p
     """The query/key view of head `head` in layer `layer` (0-based; negative counts from the end) for `text`."""
     bert: Bert = base_model(model)
     check_pair(model, tokenizer)
-    n_layers, n_heads = bert.config.num_hidden_layers, bert.config.num_attention_heads
-    for name, value, n in (("layer", layer, n_layers), ("head", head, n_heads)):
-        if isinstance(value, bool) or not isinstance(value, int) or not -n <= value < n:
-            raise ValueError(f"{name} must be an int in 0 … {n - 1} (or -{n} … -1 from the end) for this model "
-                             f"with {n_layers} layers of {n_heads} heads, got {value!r}")
-    layer, head = layer % n_layers, head % n_heads
+    layer, head = layer_and_head(model, layer, head)
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"text must be a non-empty str, got {text!r}")
     if text_pair is not None and (not isinstance(text_pair, str) or not text_pair.strip()):

@@ -25,7 +25,7 @@ from ..inputs import check_vocabularies
 from ..model.bert import Bert, BertOutput
 from ..model.heads import BertForMaskedLM, BertForPreTraining, BertLMPredictionHead
 
-__all__ = ["inference", "base_model", "has_mlm_head", "has_nsp_head", "mlm_head", "max_length", "check_pair", "run",
+__all__ = ["inference", "base_model", "has_mlm_head", "has_nsp_head", "mlm_head", "max_length", "check_pair", "layer_and_head", "run",
            "attention_weights", "text_attention", "TextAttention", "embedding_parts"]
 
 
@@ -94,6 +94,17 @@ def max_length(model, tokenizer) -> int:
 def check_pair(model, tokenizer) -> None:
     """A ValueError if `tokenizer` has more tokens than `model` has embeddings; a warning if it has fewer."""
     check_vocabularies(base_model(model).config.vocab_size, tokenizer, model=model)
+
+
+def layer_and_head(model, layer, head) -> tuple[int, int]:
+    """`(layer, head)` checked against the model, negative values counted from the end as Python indexes."""
+    cfg = base_model(model).config
+    n_layers, n_heads = cfg.num_hidden_layers, cfg.num_attention_heads
+    for name, value, n in (("layer", layer, n_layers), ("head", head, n_heads)):
+        if isinstance(value, bool) or not isinstance(value, int) or not -n <= value < n:
+            raise ValueError(f"{name} must be an int in 0 … {n - 1} (or -{n} … -1 from the end) for this model "
+                             f"with {n_layers} layers of {n_heads} heads, got {value!r}")
+    return layer % n_layers, head % n_heads
 
 
 def _on_device(bert: Bert, inputs) -> dict[str, torch.Tensor]:

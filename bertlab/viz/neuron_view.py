@@ -30,7 +30,7 @@ import torch
 
 from ..deprecation import renamed_arguments
 from ..probe import base_model, inference
-from ..probe.running import check_pair
+from ..probe.running import check_pair, layer_and_head
 from .bertviz_views import REQUIRE_SHIM, bertviz, offline_scripts
 
 if TYPE_CHECKING:
@@ -68,11 +68,7 @@ def _neuron_js() -> str:
 def _check(model, tokenizer, text, text_pair, layer, head, max_tokens):
     bert = base_model(model)
     check_pair(model, tokenizer)
-    L, H = bert.config.num_hidden_layers, bert.config.num_attention_heads
-    for name, value, n in (("layer", layer, L), ("head", head, H)):
-        if isinstance(value, bool) or not isinstance(value, int) or not -n <= value < n:
-            raise ValueError(f"{name} must be an int in 0 … {n - 1} (or -{n} … -1 from the end) for this model "
-                             f"with {L} layers of {H} heads, got {value!r}")
+    layer, head = layer_and_head(model, layer, head)
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"text must be a non-empty str (the sentence to look at), got {text!r}")
     if text_pair is not None and (not isinstance(text_pair, str) or not text_pair.strip()):
@@ -85,7 +81,7 @@ def _check(model, tokenizer, text, text_pair, layer, head, max_tokens):
     if max_tokens is not None and T > max_tokens:
         raise ValueError(f"{T} tokens is too many for the neuron view, which draws Dh cells per token three "
                          f"times over: shorten the text to at most {max_tokens} tokens (or pass max_tokens=None)")
-    return bert, enc, layer % L, head % H
+    return bert, enc, layer, head
 
 
 @renamed_arguments(tok="tokenizer")
