@@ -160,8 +160,8 @@ def read_exercises(number: str, markdown: list[str], code: str) -> list[Exercise
         body = body[: stop.start()] if stop else body
         items = re.split(r"^(?:\d+\.\s+|#{2,5}\s+)", body, flags=re.M)[1:]
         for k, item in enumerate(items, 1):
-            text = _plain(item)
             tags = re.search(r"\(?((?:difficulty|★|☆|⭐)[^)\n]{0,80})\)?", item, re.I)
+            text = _plain(item.replace(tags.group(0), "") if tags else item).replace(" .", ".")
             ex_id = re.search(r"\b(\d\d\.\d+)\b", item[:80])
             eid = ex_id.group(1) if ex_id and ex_id.group(1).startswith(number) else f"{number}.{k}"
             found.append(Exercise(id=eid, text=_first_sentence(text), checked=eid in checked,
