@@ -300,7 +300,7 @@ alt="launch binder" height="20"></a> (a temporary session; nothing is saved).</l
             paths += '<p><b>Optional</b>: ' + ", ".join(f'<a href="{l.page}">{l.number}</a>' for l in optional) + "</p>"
         glossary = '<p>Terms the lessons use: <a href="glossary.html">the glossary</a>.</p>' if self.has_glossary else ""
         return f"""<h1>bertlab: BERT, taken apart in your browser</h1>
-<p class="lead">Thirteen short lessons on BERT (Devlin et al., 2018), each a notebook you can read here with its
+<p class="lead">{len(self.lessons)} short lessons on BERT (Devlin et al., 2018), each a notebook you can read here with its
 figures and attention views, and open live with one click to change things and watch what happens.</p>
 {paths}{glossary}
 <table class="course-map"><thead><tr><th>lesson</th><th>needs</th><th>minutes</th><th>path</th></tr></thead>
