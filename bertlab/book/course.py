@@ -93,6 +93,14 @@ def _plain(markdown: str) -> str:
     return " ".join(text.split())
 
 
+# a lesson number in prose or a table: "04", "04_masked_lm", "notebook 04,"; not "15 min", "80 %", "3.14"
+_NUMBER = re.compile(r"(?<![\d.])(\d\d)(?=_[A-Za-z]|\.(?!\d)|[^\w.]|$)(?!\s*(?:min|minutes|%|s\b|h\b|hours?\b))")
+
+
+def lesson_numbers(text: str) -> list[str]:
+    return _NUMBER.findall(text)
+
+
 def _first_sentence(text: str, limit: int = 220) -> str:
     m = re.match(r"(.+?[.?!])(\s|$)", text)
     s = m.group(1) if m else text
@@ -128,7 +136,7 @@ def read_lesson(path: Path, nb) -> Lesson:
     elif pre:
         said = pre.group(1)
         lesson.prerequisites = [] if re.match(r"\s*(none|nothing)", said, re.I) else \
-            sorted(set(re.findall(r"\b(\d\d)\b", said)) - {number})
+            sorted(set(lesson_numbers(said)) - {number})
     time = re.search(r"\*\*Time:?\*\*:?\s*(.+?)(?:\*\*|\n\s*\n|$)", opening, re.S | re.I)
     if "minutes" in meta:
         lesson.minutes = int(meta["minutes"])
@@ -191,12 +199,12 @@ def read_start_here(readme: Path | None) -> dict[str, str]:
         low = line.lower()
         if "core" in low:
             part = line[: low.index("optional")] if "optional" in low and low.index("optional") > low.index("core") else line
-            for n in re.findall(r"\b(\d\d)\b", part):
+            for n in lesson_numbers(part):
                 paths.setdefault(n, "core")
         if "optional" in low:
             start = low.index("optional")
             rest = line[start:] if "core" in low[:start] else line
-            for n in re.findall(r"\b(\d\d)\b", rest):
+            for n in lesson_numbers(rest):
                 paths.setdefault(n, "optional")
     return paths
 
