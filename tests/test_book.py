@@ -234,6 +234,10 @@ def test_the_recorder_rebuilds_widget_state_from_comm_messages_and_skips_a_faile
     assert saved.cells[0].execution_count == 1
     html_ = "".join(Renderer(saved, {}, "live").cell(c) for c in saved.cells)
     assert "layer" in html_ and ">4<" in html_
+    two = new_notebook(cells=[new_code_cell("w"), new_code_cell("1")])
+    partial = Recorder()
+    partial.cell(two.cells[0], [])                        # only the first of two cells ran (pytest -k …)
+    assert partial.write(two, tmp_path / "partial.ipynb") is None
     rec.failed = True
     assert rec.write(nb, tmp_path / "failed.ipynb") is None and not (tmp_path / "failed.ipynb").exists()
 

@@ -7,7 +7,8 @@ JupyterLab keep it: model id → its current state, in `metadata.widgets`), and 
 a folder (default build/executed/). `bertlab book` reuses a copy whose cells' sources equal the notebook's,
 so CI builds the book without running the notebooks a second time.
 
-A notebook with a failed cell is not written (its outputs would be incomplete): the book runs it itself.
+A notebook with a failed cell, or of which only some cells ran, is not written (its outputs would be
+incomplete): the book runs it itself.
 Outputs nbval's reader does not keep (clear_output, update_display_data) are missing from the copy; the
 lessons use neither outside widgets, whose figures live in the widget state.
 """
@@ -58,8 +59,13 @@ class Recorder:
         return {WIDGET_STATE: {"version_major": 2, "version_minor": 0, "state": state}}
 
     def write(self, nb, dest: Path) -> Path | None:
+        """Write the executed notebook to `dest`, unless a cell failed or not every code cell ran (a run of
+        some cells only, `-k` or `::Cell 3`, is not the notebook run top to bottom)."""
         if self.failed:
             log.info("not writing an executed copy of %s: a cell failed", dest.name)
+            return None
+        if self.count != sum(1 for c in nb.cells if c.cell_type == "code"):
+            log.info("not writing an executed copy of %s: only %d code cells ran", dest.name, self.count)
             return None
         if self.widgets:
             nb.metadata["widgets"] = self.widget_metadata()
