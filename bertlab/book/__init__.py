@@ -327,7 +327,8 @@ then; run the notebook to use them.</p>"""
         if plan:
             hours.append(plan)
         schedule = "".join(
-            f"<tr><td>hour {i}</td><td>" + ", ".join(f'<a href="{l.page}">{html.escape(l.title)}</a>' for l in ls)
+            f"<tr><td>hour {i}</td><td>" + "".join(f'<div><a href="{l.page}">{html.escape(l.title)}</a>'
+                                                  f'<div class="what">{html.escape(l.summary)}</div></div>' for l in ls)
             + f"</td><td>{sum(l.minutes or 30 for l in ls)}</td></tr>" for i, ls in enumerate(hours, 1))
         timed = all(l.minutes is not None for l in self.lessons)
         exercises = []
@@ -344,10 +345,9 @@ then; run the notebook to use them.</p>"""
         hub = html.escape(self.live.nbgitpuller(self.lessons[0].notebook))
         return f"""<h1>Teacher's notes</h1>
 <h2>Which lesson for which hour</h2>
-<p>A course on transformers that uses BERT as its worked example: the lessons in order, about an hour each
-{"(from each lesson's measured minutes" if timed else "(from each lesson's minutes where it states them, else 30"}
-, packed into hours; add discussion time to taste). Lessons 00–05 are the model and its two training tasks;
-06–09 training and using it; 10–12 looking inside and testing causes.</p>
+<p>A course on transformers that uses BERT as its worked example: the lessons in order, packed into hours by
+{"each lesson's measured minutes" if timed else "each lesson's minutes where it states them, else 30"}; add time for
+discussion and the exercises. Each lesson's page opens with what it covers; its summary is below its title here.</p>
 <table class="schedule"><thead><tr><th></th><th>lessons</th><th>minutes</th></tr></thead><tbody>{schedule}</tbody></table>
 <h2>Starting a class from one link</h2>
 <p>Give students <a href="{hub}">this JupyterHub link</a> (nbgitpuller: the first click clones the repository into

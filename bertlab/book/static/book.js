@@ -51,8 +51,16 @@
     }
   }
 
+  // "how to run it live" links open the box at the top of the page
+  function openLive() {
+    const box = document.getElementById("run-live");
+    if (box && window.location.hash === "#run-live") box.open = true;
+  }
+
   function start() {
     search();
+    openLive();
+    window.addEventListener("hashchange", openLive);
     drawFigures().then(() => { window.BOOK_READY = true; },
                        (err) => { window.BOOK_READY = true; window.BOOK_ERROR = String(err); });
   }
