@@ -54,7 +54,14 @@ def find_executed(path: Path, folders: list[Path]):
 
 def run_notebook(path: Path, timeout: int = 900):
     """Run a notebook top to bottom in a copy of its folder (so files it writes stay out of the repository);
-    an error in a cell stops it with nbclient's CellExecutionError, which names the cell."""
+    an error in a cell stops it with nbclient's CellExecutionError, which names the cell.
+
+    `timeout` bounds the whole notebook, not only each cell: nbclient waits without a limit for a cell's
+    last output message, and notebook 09 was seen to wait more than 10 minutes with its kernel idle, so
+    a build that runs notebooks unattended stops with a TimeoutError that says which notebook instead."""
+    import asyncio
+
+    from jupyter_core.utils import run_sync
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
@@ -64,9 +71,16 @@ def run_notebook(path: Path, timeout: int = 900):
             "*.ipynb", "__pycache__", ".ipynb_checkpoints", "runs"))
         env_threads = os.environ.get("OMP_NUM_THREADS")
         os.environ.setdefault("OMP_NUM_THREADS", "1")        # as nbval runs them (notebooks/conftest.py)
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
+                                resources={"metadata": {"path": str(work)}})
+
+        async def execute():
+            return await asyncio.wait_for(client.async_execute(), timeout)
         try:
-            NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
-                           resources={"metadata": {"path": str(work)}}).execute()
+            run_sync(execute)()
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"{path.name} did not finish running within {timeout} s: open it in JupyterLab to "
+                               "see which cell stops, or give the book an executed copy (--reuse DIR)") from None
         finally:
             if env_threads is None:
                 os.environ.pop("OMP_NUM_THREADS", None)
