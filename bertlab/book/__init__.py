@@ -189,9 +189,11 @@ def _search_entries(page: str, title: str, nb) -> list[dict]:
     return entries
 
 
-def _slug(text: str) -> str:
-    """The id nbconvert's markdown renderer gives a heading (mistune + nbconvert: spaces → '-')."""
-    return re.sub(r"\s+", "-", re.sub(r"<[^>]+>", "", text).strip())
+def _slug(heading: str) -> str:
+    """The id the page's heading gets: the one nbconvert's Markdown renderer gives it (read from its output,
+    so the search's links land on the heading whatever characters it holds)."""
+    m = re.search(r'\bid="([^"]*)"', markdown("## " + heading, {}))
+    return html.unescape(m.group(1)) if m else ""
 
 
 # ---- the glossary ---------------------------------------------------------------------------------------

@@ -57,7 +57,8 @@ def run_notebook(path: Path, timeout: int = 900):
     an error in a cell stops it with nbclient's CellExecutionError, which names the cell.
 
     `timeout` bounds the whole notebook, not only each cell: nbclient waits without a limit for a cell's
-    last output message, and notebook 09 was seen to wait more than 10 minutes with its kernel idle, so
+    last output message, and notebook 09 once waited there more than 10 minutes with its kernel idle (the
+    next run took 63 s; the cause was not found), so
     a build that runs notebooks unattended stops with a TimeoutError that says which notebook instead."""
     import asyncio
 
