@@ -339,3 +339,13 @@ def test_the_start_here_section_names_lessons_by_number_not_minutes(tmp_path):
                       "\n## Next section\n\nCore: 09.\n")
     assert read_start_here(readme) == {"00": "core", "01": "core", "02": "core", "03": "core",
                                        "05": "optional", "06": "optional"}
+
+
+def test_an_installed_bertlab_builds_from_the_notebooks_it_ships(monkeypatch, tmp_path):
+    import bertlab.book as book_module
+
+    monkeypatch.setattr(book_module, "default_repo", lambda: None)        # as after pip install, no clone
+    book = book_module.build(tmp_path / "site", execute=False)
+    shipped = sorted(p.name for p in (REPO / "bertlab" / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert [l.notebook for l in book.lessons] == shipped
+    assert set(book.executed.values()) == {"not run"}

@@ -92,10 +92,10 @@ def build(out, repo=None, *, notebooks=None, cache=None, reuse=(), execute: bool
     """
     t0 = time.perf_counter()
     repo = Path(repo) if repo is not None else default_repo()
-    if repo is None and notebooks is None:
-        raise FileNotFoundError("bertlab book needs the course's repository (its notebooks/ and README.md): run it "
-                                "from a clone, or pass --repo DIR")
-    notebooks = Path(notebooks) if notebooks is not None else repo / "notebooks"
+    if notebooks is None:
+        # from a clone, its notebooks/; from an installed bertlab, the copies shipped inside the package
+        notebooks = repo / "notebooks" if repo is not None else Path(str(resources.files("bertlab") / "notebooks"))
+    notebooks = Path(notebooks)
     readme = repo / "README.md" if repo is not None and (repo / "README.md").is_file() else None
     live = live or Live()
     out = Path(out)
