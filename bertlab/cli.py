@@ -153,7 +153,9 @@ def main(argv=None) -> int:
             live = Live(repo=args.repo_url, hub=args.hub_url, branch=args.branch)
             book = build(args.out, args.repo, cache=args.cache, reuse=args.reuse or (), execute=not args.no_execute,
                          live=live)
-        except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError) as e:
+        # bad input, a folder that holds something else, a notebook that did not finish: one line
+        except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError,
+                TimeoutError) as e:
             print(f"bertlab book: error: {e}", file=sys.stderr)
             return 2
         print(book.summary())
