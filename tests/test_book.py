@@ -14,7 +14,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from bertlab.book import Live, build
-from bertlab.book.course import find_lessons, read_exercises, read_start_here
+from bertlab.book.course import exercise_area, find_lessons, read_exercises, read_start_here
 from bertlab.book.execute import find_executed
 from bertlab.book.live import PLACEHOLDER_HUB, PLACEHOLDER_REPO
 from bertlab.book.record import Recorder
@@ -254,9 +254,10 @@ def test_every_lesson_of_the_repository_is_found_with_a_title():
 
 def test_prerequisites_and_exercises_are_read_as_the_notebooks_write_them():
     assert read_start_here(None) == {}
-    exercises = read_exercises("04", ["## Exercises\n\n1. Mask it. Then more.\n2. Say `check(\"04.2\", x)` why.\n"
-                                      "\n## After\n\n1. not an exercise"], "")
-    assert [(e.id, e.text, e.checked) for e in exercises] == [("04.1", "Mask it.", False),
+    cells = [new_markdown_cell("## Exercises\n\n1. Mask it. Then more.\n2. Say `check(\"04.2\", x)` why.\n"
+                               "\n## After\n\n1. not an exercise")]
+    exercises = read_exercises("04", exercise_area(cells), "")
+    assert [(e.id, e.text, e.checked) for e in exercises] == [("04.1", "Mask it. Then more.", False),
                                                                ("04.2", 'Say check("04.2", x) why.', True)]
 
 
@@ -349,3 +350,58 @@ def test_an_installed_bertlab_builds_from_the_notebooks_it_ships(monkeypatch, tm
     shipped = sorted(p.name for p in (REPO / "bertlab" / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     assert [l.notebook for l in book.lessons] == shipped
     assert set(book.executed.values()) == {"not run"}
+
+
+# ---- the course's own layout (issue 22's notebooks and README) ----------------------------------------------
+
+COURSE_README = """# bertlab
+
+## Start here
+
+**The path.** The *core path* follows the paper: 00 → 01 → 02 (input,
+attention). *Optional:* 06 (pre-train a tiny BERT live) and
+09 (the paper's ablations at toy scale), and a track, 10 → 11, which needs
+the core path up to 01.
+
+| notebook | path | run (measured) | read (estimate) | exercises |
+|---|---|---|---|---|
+| `00_tour` | core | 22 s (9 s) | 29 min | 40 min |
+| `06_pretraining_live` | optional | 65 s (22 s) | 32 min | 55 min |
+| `glossary` | reference | 8 s | 20 min | – |
+
+## The two commands
+"""
+
+
+def test_the_courses_start_here_prose_across_lines_and_its_table(tmp_path):
+    from bertlab.book.course import read_start_here_minutes
+
+    readme = tmp_path / "README.md"
+    readme.write_text(COURSE_README)
+    assert read_start_here(readme) == {"00": "core", "01": "core", "02": "core", "06": "optional",
+                                       "09": "optional", "10": "optional", "11": "optional"}
+    assert read_start_here_minutes(readme) == {"00": 29, "06": 32}       # the "read" column, not "exercises"
+
+
+def test_the_courses_opening_and_exercise_cells_are_read(tmp_path):
+    from bertlab.book.course import read_lesson
+
+    nb = new_notebook(cells=[
+        new_markdown_cell("# 03 · Self-attention\n\nEvery layer does one thing twice."),
+        new_markdown_cell("**Before you start.** Prerequisites: notebook 02 (the input vectors), matrix products.\n"
+                          "**Time:** running every cell takes about 20 s; reading about 40 minutes, the exercises "
+                          "about an hour more. **Afterwards** you can compute a head."),
+        new_markdown_cell("## Exercises\n\nThree can be checked (`bertlab.hint(\"03.1\")` gives a hint)."),
+        new_markdown_cell("**03.1** · difficulty ●○○ · importance ●●● · about 10 min · checkable with `bertlab.check`\n\n"
+                          "Write `my_attention(q, k, v)` for one head. Pass the function itself."),
+        new_code_cell("answer = None\nbertlab.check('03.1', answer)"),
+        new_markdown_cell("**03.2** · difficulty ●●○ · importance ●●○ · about 5 min · open question: no check\n\n"
+                          "Agreement. Why would it differ?"),
+        new_markdown_cell("## Quiz\n\n**03.9** is not an exercise."),
+    ])
+    lesson = read_lesson(tmp_path / "03_self_attention.ipynb", nb)
+    assert (lesson.prerequisites, lesson.minutes) == (["02"], 40)
+    assert [(e.id, e.checked, e.text) for e in lesson.exercises] == [
+        ("03.1", True, "Write my_attention(q, k, v) for one head."),
+        ("03.2", False, "Agreement. Why would it differ?")]
+    assert lesson.exercises[0].tags == "difficulty ●○○ · importance ●●● · about 10 min · checkable with bertlab.check"

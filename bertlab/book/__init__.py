@@ -218,6 +218,8 @@ class _Site:
     def __init__(self, out: Path, lessons: list[Lesson], live: Live, has_glossary: bool, repo: Path | None):
         self.out, self.lessons, self.live, self.has_glossary, self.repo = out, lessons, live, has_glossary, repo
         self.lesson_pages = {l.notebook: l.page for l in lessons}
+        if has_glossary:                           # the lessons link terms to glossary.ipynb#Term
+            self.lesson_pages.update({"glossary.ipynb": "glossary.html", "00_glossary.ipynb": "glossary.html"})
 
     def live_line(self, lesson: Lesson) -> str:
         return (f"A live widget: this is its picture when the notebook ran. To use it, open "
