@@ -188,3 +188,26 @@ def test_a_page_opened_from_the_disk_draws_too(course_book, browser):
         assert all(u.startswith((site, "data:", "blob:")) for u in v.requested), v.requested
     finally:
         v.close()
+
+
+def test_every_link_between_pages_lands_on_a_page_and_its_heading(course_book):
+    """Links inside the site (lessons to lessons, to the glossary's terms, search results aside) point at a
+    file of the site and, with an anchor, at an id on that page."""
+    import html as html_module
+    import re
+
+    ids = {p.name: set(re.findall(r'\bid="([^"]+)"', p.read_text(encoding="utf-8")))
+           for p in course_book.out.glob("*.html")}
+    broken = []
+    for page in course_book.out.glob("*.html"):
+        for href in re.findall(r'\bhref="([^"]+)"', page.read_text(encoding="utf-8")):
+            href = html_module.unescape(href)
+            if re.match(r"[a-z]+:", href) or href.startswith("_static/"):
+                continue
+            target, _, anchor = href.partition("#")
+            target = target.split("?")[0] or page.name
+            if target not in ids:
+                broken.append(f"{page.name}: {href} (no such page)")
+            elif anchor and anchor not in ids[target]:
+                broken.append(f"{page.name}: {href} (no such heading)")
+    assert not broken, "\n".join(broken)
