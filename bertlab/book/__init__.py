@@ -339,12 +339,14 @@ then; run the notebook to use them.</p>"""
         for l in self.lessons:
             if not l.exercises:
                 continue
-            items = "".join(f'<li><b>{html.escape(e.id)}</b>{" ✔ checked" if e.checked else ""}'
+            items = "".join(f'<li><b>{html.escape(e.id)}</b>{" ✔" if e.checked else ""}'
                             f'{" · " + html.escape(e.tags) if e.tags else ""}: {html.escape(e.text)}</li>'
                             for e in l.exercises)
             n_checked = sum(e.checked for e in l.exercises)
+            widgets = f" Live widgets: {html.escape(', '.join(l.widgets))}." if l.widgets else ""
             exercises.append(f'<h3><a href="{l.page}">{html.escape(l.title)}</a></h3><p>{len(l.exercises)} exercises, '
-                             f'{n_checked} checked by <code>bertlab.check</code>.</p><ul class="exercises">{items}</ul>')
+                             f'{n_checked} checked by <code>bertlab.check</code>.{widgets}</p>'
+                             f'<ul class="exercises">{items}</ul>')
         solutions = self.repo is not None and (self.repo / "solutions").is_dir()
         hub = html.escape(self.live.nbgitpuller(self.lessons[0].notebook))
         return f"""<h1>Teacher's notes</h1>

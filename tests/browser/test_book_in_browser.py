@@ -50,7 +50,8 @@ def course_book(tmp_path_factory):
 
     reuse = [Path(EXECUTED)] if EXECUTED else []
     book = build(tmp_path_factory.mktemp("book") / "site", REPO, reuse=reuse)
-    print("\n" + book.summary())
+    ran = {name: how for name, how in book.executed.items() if how != "reused an executed copy"}
+    print(f"\n{book.summary()}\n{len(book.executed) - len(ran)} notebooks from executed copies; run here: {ran or 'none'}")
     return book
 
 
