@@ -405,3 +405,21 @@ def test_the_courses_opening_and_exercise_cells_are_read(tmp_path):
         ("03.1", True, "Write my_attention(q, k, v) for one head."),
         ("03.2", False, "Agreement. Why would it differ?")]
     assert lesson.exercises[0].tags == "difficulty ●○○ · importance ●●● · about 10 min · checkable with bertlab.check"
+
+
+def test_a_glossary_notebook_is_a_page_its_terms_are_linked_and_its_figures_counted(tmp_path):
+    course = make_course(tmp_path / "course", glossary=False)
+    figure = nbformat.v4.new_output("display_data", data={
+        "application/vnd.plotly.v1+json": {"data": [{"type": "bar", "x": [1], "y": [2]}], "layout": {}},
+        "text/plain": "<plotly figure>"})
+    cell = new_code_cell("show(WordPiece)", outputs=[figure], execution_count=1)
+    nbformat.write(new_notebook(cells=[new_markdown_cell("# Glossary\n\n## WordPiece\n\nA subword vocabulary."), cell]),
+                   course / "notebooks" / "glossary.ipynb")
+    lesson = nbformat.read(course / "notebooks" / "01_second.ipynb", as_version=4)
+    lesson.cells.append(new_markdown_cell("See [WordPiece](glossary.ipynb#WordPiece)."))
+    nbformat.write(lesson, course / "notebooks" / "01_second.ipynb")
+    book = build(tmp_path / "site", course, execute=False)
+    assert "glossary.html" in book.pages and [l.notebook for l in book.lessons] == ["00_first.ipynb", "01_second.ipynb"]
+    assert book.counts["glossary.html"]["plotly"] == 1
+    assert 'href="glossary.html#WordPiece"' in read(book, "01_second.html")
+    assert 'id="WordPiece"' in read(book, "glossary.html")

@@ -137,7 +137,8 @@ def build(out, repo=None, *, notebooks=None, cache=None, reuse=(), execute: bool
         renderer = Renderer(nb, site.lesson_pages, site.live_line(lesson))
         body = "".join(renderer.cell(c) for c in nb.cells)
         note = "" if how[lesson.path] != "not run" else (
-            '<p class="notice">This page was built without running the notebook, so it shows no outputs.</p>')
+            '<p class="notice">This page was built without running the notebook: it shows only the outputs saved '
+            'in the notebook file.</p>')
         prev_l = lessons[i - 1] if i > 0 else None
         next_l = lessons[i + 1] if i + 1 < len(lessons) else None
         page = site.page(lesson.title, note + site.live_box(lesson) + f'<article class="notebook">{body}</article>',
@@ -148,7 +149,7 @@ def build(out, repo=None, *, notebooks=None, cache=None, reuse=(), execute: bool
 
     pages = [l.page for l in lessons]
     if glossary is not None:
-        title, body, entries = _glossary(glossary, nbs.get(glossary), site)
+        title, body, entries, counts["glossary.html"] = _glossary(glossary, nbs.get(glossary), site)
         (out / "glossary.html").write_text(site.page(title, body, current="glossary.html"), encoding="utf-8")
         pages.append("glossary.html")
         search += entries
@@ -198,18 +199,22 @@ def _slug(heading: str) -> str:
 
 # ---- the glossary ---------------------------------------------------------------------------------------
 
-def _glossary(path: Path, nb, site: "_Site") -> tuple[str, str, list[dict]]:
+def _glossary(path: Path, nb, site: "_Site") -> tuple[str, str, list[dict], dict[str, int]]:
+    """The glossary page: its title, body, search entries and what it drew (as a lesson's counts)."""
     if path.suffix == ".ipynb":
         nb = nb or nbformat.read(path, as_version=4)
-        renderer = Renderer(nb, site.lesson_pages, "Run it live: open the glossary notebook with `bertlab lab`.")
+        renderer = Renderer(nb, site.lesson_pages, f"A live widget: this is its picture when the notebook ran. "
+                                                   f"To use it, open <code>{html.escape(path.name)}</code> with "
+                                                   "<code>bertlab lab</code> and run the cells.")
         body = "".join(renderer.cell(c) for c in nb.cells)
         entries = _search_entries("glossary.html", "Glossary", nb)
+        return "Glossary", f'<article class="notebook">{body}</article>', entries, renderer.counts
     else:
         source = path.read_text(encoding="utf-8")
         body = f'<div class="cell markdown">{markdown(source, site.lesson_pages)}</div>'
         entries = _search_entries("glossary.html", "Glossary", nbformat.v4.new_notebook(
             cells=[nbformat.v4.new_markdown_cell(source)]))
-    return "Glossary", f'<article class="notebook">{body}</article>', entries
+    return "Glossary", f'<article class="notebook">{body}</article>', entries, {}
 
 
 # ---- the pages --------------------------------------------------------------------------------------------
