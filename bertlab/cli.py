@@ -4,6 +4,7 @@
     bertlab pretrain --out DIR --resume [--steps N]
     bertlab pretrain CORPUS [CORPUS ...] --out DIR --overwrite ...     (replaces the run in DIR)
     bertlab lab [DIR] [--no-browser] [--port N]
+    bertlab book OUT [--repo DIR] [--repo-url URL] [--hub-url URL] [--branch B] [--no-execute]
 
 The pretrain flags are generated from the fields of `PretrainArgs` (pretraining/trainer.py): one flag per field,
 with the field's name, default and `help` metadata, and a type read from its annotation (bool: --x/--no-x, list:
@@ -14,6 +15,8 @@ field of a type the annotation rule does not cover (a tuple, say) would need a l
 
 `bertlab lab` copies the notebooks shipped in the package into DIR (never over the reader's own) and opens
 JupyterLab there (bertlab/lab.py).
+
+`bertlab book` builds the lessons into a static web site that views offline (bertlab/book/).
 """
 
 from __future__ import annotations
@@ -83,11 +86,38 @@ def _port(text: str) -> int:
                                          "or leave --port out for JupyterLab's default, 8888") from None
 
 
+def _add_book(sub) -> argparse.ArgumentParser:
+    from .book.live import PLACEHOLDER_HUB, PLACEHOLDER_REPO
+
+    p = sub.add_parser("book", help="build the lessons into a static web site (the lab book)",
+                       description="Build every lesson notebook into a static site in OUT: one page per lesson "
+                                   "with its figures and attention views, the course map, the teacher's notes and "
+                                   "search. Executed copies are reused when their cells match (build/executed/, "
+                                   "written by the test suite's nbval run, and build/book-cache/); otherwise the "
+                                   "notebook is run first. Open OUT/index.html, or copy OUT to any static host.")
+    p.add_argument("out", metavar="OUT", help="folder for the site (created; a book built there before is replaced)")
+    p.add_argument("--repo", default=None, metavar="DIR",
+                   help="the repository whose notebooks/ and README.md to build (default: the one bertlab runs from)")
+    p.add_argument("--repo-url", default=PLACEHOLDER_REPO,
+                   help=f"the git repository the live links open (default: the placeholder {PLACEHOLDER_REPO})")
+    p.add_argument("--hub-url", default=PLACEHOLDER_HUB,
+                   help=f"your class's JupyterHub, for the nbgitpuller links (default: the placeholder {PLACEHOLDER_HUB})")
+    p.add_argument("--branch", default="main", help="the branch the live links open (default: main)")
+    p.add_argument("--cache", default=None, metavar="DIR",
+                   help="where notebooks the build runs are kept for the next build (default: REPO/build/book-cache)")
+    p.add_argument("--reuse", action="append", default=None, metavar="DIR",
+                   help="a folder of executed notebooks to reuse when their cells match (default: REPO/build/executed)")
+    p.add_argument("--no-execute", action="store_true",
+                   help="do not run notebooks that have no executed copy: render them without outputs")
+    return p
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="bertlab", description="bertlab: a compact, inspectable BERT")
     sub = parser.add_subparsers(dest="command", required=True)
     pretrain_parser = _add_pretrain(sub)
     _add_lab(sub)
+    _add_book(sub)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
@@ -121,6 +151,22 @@ def main(argv=None) -> int:
         from .lab import main as lab_main
 
         return lab_main(args.dir, no_browser=args.no_browser, port=args.port)
+    if args.command == "book":
+        from .book import Live, build
+
+        try:
+            live = Live(repo=args.repo_url, hub=args.hub_url, branch=args.branch)
+            book = build(args.out, args.repo, cache=args.cache, reuse=args.reuse or (), execute=not args.no_execute,
+                         live=live)
+        # bad input, a folder that holds something else, a notebook that did not finish: one line
+        except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError,
+                TimeoutError) as e:
+            print(f"bertlab book: error: {e}", file=sys.stderr)
+            return 2
+        print(book.summary())
+        for line in book.executed.items():
+            print("  %s: %s" % line)
+        return 0
     return 0
 
 

@@ -1,7 +1,60 @@
 """nbval runs every notebook here (the README's test command). Every notebook runs as a reader runs it (their
 training cells are small enough), so the check cells compare what a reader sees. One torch thread per kernel
-keeps a 2-core machine responsive."""
+keeps a 2-core machine responsive.
+
+The outputs nbval reads are also kept: each notebook that runs without a failure is written, executed, to
+build/executed/ (or $BERTLAB_EXECUTED_DIR; set it to an empty string to write nothing), where `bertlab book`
+and tests/browser/test_book_in_browser.py reuse it instead of running the notebook again (bertlab/book/record.py)."""
 
 import os
+from pathlib import Path
+
+import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+EXECUTED = os.environ.get("BERTLAB_EXECUTED_DIR", str(Path(__file__).resolve().parents[1] / "build" / "executed"))
+
+
+def _recorder(notebook_item):
+    from bertlab.book.record import Recorder
+
+    rec = getattr(notebook_item, "_bertlab_recorder", None)
+    if rec is None:
+        rec = notebook_item._bertlab_recorder = Recorder()
+        get = notebook_item.get_kernel_message
+
+        def get_kernel_message(*args, **kwargs):          # nbval's one reader of kernel messages: see comms
+            msg = get(*args, **kwargs)
+            if msg.get("msg_type") in ("comm_open", "comm_msg"):
+                rec.comm(msg)
+            return msg
+        notebook_item.get_kernel_message = get_kernel_message
+    return rec
+
+
+def _is_nbval_cell(item) -> bool:
+    return bool(EXECUTED) and hasattr(item, "cell") and hasattr(item, "test_outputs") and hasattr(item.parent, "nb")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    if _is_nbval_cell(item):
+        _recorder(item.parent)
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    if not _is_nbval_cell(item) or call.when != "call":
+        return
+    rec = _recorder(item.parent)
+    if outcome.get_result().failed:
+        rec.failed = True
+    rec.cell(item.cell, item.test_outputs)
+
+
+def pytest_runtest_teardown(item, nextitem):
+    if _is_nbval_cell(item) and (nextitem is None or nextitem.parent is not item.parent):
+        _recorder(item.parent).write(item.parent.nb, Path(EXECUTED) / Path(str(item.parent.fspath)).name)

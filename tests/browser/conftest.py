@@ -199,3 +199,13 @@ def pytest_terminal_summary(terminalreporter, config):
         terminalreporter.section("notebooks in the browser")
         for line in lines:
             terminalreporter.write_line(line)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The book's browser test goes last, after nbval has run the notebooks and written their executed copies
+    (notebooks/conftest.py), so the book reuses them instead of running every notebook a second time."""
+    book = [i for i in items if i.nodeid.startswith("tests/browser/test_book_in_browser.py")]
+    if book:
+        moved = {id(i) for i in book}
+        rest = [i for i in items if id(i) not in moved]
+        items[:] = rest + book
