@@ -15,15 +15,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 
 from ..checkpoint import load
-from ..finetuning import METRIC, SHIPPED, finetune, load_task
+from ..finetuning import METRIC, SHIPPED, evaluate_task, finetune, load_task
 from ..finetuning.tasks import ASSETS
 from ..model.bert import Bert
 from ..utils import set_seed
+from .grid import experiment
 
 TASKS = ("topic", "follows", "tagging", "qa", "choice")
+CANDIDATES = ("minilm", "bertlab-mini")   # the pre-trained start is the one with the better validation mean
+LRS = (3e-4, 1e-3)                        # the same grid for both starts
+SEEDS = (0, 1, 2)
+SELECT_LR = 3e-4                          # the candidates are compared at this rate, seed 0
 DATA = [str(ASSETS)]
 # the study's protocol: 40 steps of 16 records (choice: 4 questions × 4 endings), all 6 layers, and AdamW's
 # epsilon at PyTorch's default (1e-8), which the study was run with before `finetune` defaulted to BERT's 1e-6
@@ -66,7 +70,6 @@ def run(settings: dict, seed: int) -> dict:
 
 
 def finetune_eval_at(result, tokenizer, records, tau: float) -> float:
-    from ..finetuning import evaluate_task
     return evaluate_task(result.model, tokenizer, records, task="qa", tau=tau)["exact_match"]
 
 
@@ -76,9 +79,56 @@ def variant_name(task: str, init: str, lr: float) -> str:
 
 def pretrained_vs_random(tasks=TASKS, lr: float = 3e-4, init: str = "bertlab-mini", **settings) -> dict:
     """Variants: each task from `init`'s weights and from random weights, at one learning rate."""
-    return {variant_name(t, i, lr): {"task": t, "init": i, "lr": lr, **settings}
+    return {variant_name(t, i, lr): {**SETTINGS, "task": t, "init": i, "lr": lr, **settings}
             for t in tasks for i in (init, "random:" + init)}
 
 
-def data_files() -> list[str]:
-    return DATA + [str(Path(__file__).resolve().parent.parent / "assets" / "bertlab-mini")]
+def _variants(keys) -> dict:
+    """{name: {"settings", "seeds"}} for (task, init, lr, seed) keys, in the order given."""
+    variants: dict[str, dict] = {}
+    for task, init, lr, seed in keys:
+        v = variants.setdefault(variant_name(task, init, lr),
+                                {"settings": {**SETTINGS, "task": task, "init": init, "lr": lr}, "seeds": []})
+        if seed not in v["seeds"]:
+            v["seeds"].append(seed)
+    return variants
+
+
+def protocol(out, jobs: int = 1, tasks=TASKS) -> dict:
+    """The whole study, resumable in `out`: (1) both candidates on every task at SELECT_LR, seed 0; the one with
+    the better mean validation score is the pre-trained start; (2) per task and start, every rate of LRS at
+    seed 0; (3) the rate with the best validation score, at every seed. Test scores choose nothing.
+    Returns the card (also `out/card.json`), with the choices in its notes."""
+    def val(card, task, init, lr):
+        return next(r["result"]["val"] for r in card["rows"] if r["variant"] == variant_name(task, init, lr))
+
+    keys = [(t, c, SELECT_LR, 0) for c in CANDIDATES for t in tasks]
+    card = experiment(run, _variants(keys), out=out, jobs=jobs, data=DATA)
+    selection = {c: sum(val(card, t, c, SELECT_LR) for t in tasks) / len(tasks) for c in CANDIDATES}
+    pretrained = max(CANDIDATES, key=selection.get)
+    inits = (pretrained, "random:" + pretrained)
+    keys += [(t, i, lr, 0) for t in tasks for i in inits for lr in LRS]
+    card = experiment(run, _variants(keys), out=out, jobs=jobs, data=DATA)
+    best = {(t, i): max(LRS, key=lambda lr: val(card, t, i, lr)) for t in tasks for i in inits}
+    keys += [(t, i, best[t, i], s) for t in tasks for i in inits for s in SEEDS]
+    card = experiment(run, _variants(keys), out=out, jobs=jobs, data=DATA, name="finetune study",
+                      notes={"pretrained": pretrained, "selection_val_mean": {c: round(v, 4) for c, v in selection.items()},
+                             "chosen_lr": {t: {("random" if i.startswith("random:") else "pretrained"): best[t, i]
+                                               for i in inits} for t in tasks},
+                             "protocol": {**SETTINGS, "lrs": list(LRS), "seeds": list(SEEDS), "select_lr": SELECT_LR,
+                                          "candidates": list(CANDIDATES), "tasks": list(tasks)}})
+    return card
+
+
+def study_table(card: dict) -> dict:
+    """{task: {"pretrained" | "random": {"init", "lr", "test" (per seed), "mean", "std"}}} at the chosen rates."""
+    notes, table = card["notes"], {}
+    for task, chosen in notes["chosen_lr"].items():
+        for start, lr in chosen.items():
+            init = notes["pretrained"] if start == "pretrained" else "random:" + notes["pretrained"]
+            name = variant_name(task, init, lr)
+            test = [r["result"]["test"] for r in card["rows"] if r["variant"] == name]
+            s = card["summary"][name]["test"]
+            table.setdefault(task, {})[start] = {"init": init, "lr": lr, "test": test, "mean": s["mean"],
+                                                 "std": s["std"]}
+    return table
