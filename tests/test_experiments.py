@@ -138,3 +138,39 @@ def test_the_ablation_card_holds_every_variant_seed_and_checkpoint():
         for r in (r for r in card["rows"] if r["variant"] == name):
             assert [p["fraction"] for p in r["result"]] == v["settings"]["checkpoints"]
     assert card["summary"]["LTR & No NSP @ 1200"]["wsd_right+bilstm"]["n"] == 3
+
+
+# ---- the commands ----------------------------------------------------------------------------------------
+
+def test_experiment_and_replay_commands_run_shards_merge_and_replay(tmp_path, capsys):
+    from bertlab.cli import main
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"run": "testkit:toy_run", "variants": VARIANTS, "seeds": [0, 1]}))
+    for k in (1, 2):
+        assert main(["experiment", str(spec), "--out", str(tmp_path / f"s{k}"), "--shard", f"{k}/2"]) == 0
+    assert main(["experiment", "--merge", str(tmp_path / "s1" / "card-1-of-2.json"),
+                 str(tmp_path / "s2" / "card-2-of-2.json"), "--out", str(tmp_path / "all")]) == 0
+    assert main(["experiment", str(spec), "--out", str(tmp_path / "one"), "--jobs", "2"]) == 0
+    assert results(read_card(tmp_path / "all" / "card.json")) == results(read_card(tmp_path / "one" / "card.json"))
+    capsys.readouterr()
+    assert main(["replay", str(tmp_path / "all" / "card.json"), "--row", "1"]) == 0
+    assert "row 1 (slow, seed 1): agrees (bit-identical)" in capsys.readouterr().out
+    assert main(["experiment", "nonsense", "--out", str(tmp_path / "x")]) == 2
+    assert "no experiment spec 'nonsense'" in capsys.readouterr().err
+
+
+def test_finetune_command_writes_the_model_metrics_and_scores(tmp_path):
+    from bertlab.cli import main
+    train = tmp_path / "train.jsonl"
+    train.write_text("".join(json.dumps(r) + "\n" for r in [{"text": "a good film", "label": "pos"},
+                                                              {"text": "a bad film", "label": "neg"}] * 4))
+    out = tmp_path / "run"
+    assert main(["finetune", "--model", "bertlab-tiny", "--task", "classify", "--train", str(train), "--val",
+                 str(train), "--test", str(train), "--out", str(out), "--steps", "3", "--batch-size", "4",
+                 "--no-progress"]) == 0
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [1, 2, 3] and "val_accuracy" in metrics[-1]
+    result = json.loads((out / "result.json").read_text())
+    assert result["labels"] == ["neg", "pos"] and 0 <= result["test"]["accuracy"] <= 1
+    model, _ = bertlab.load(out)
+    assert isinstance(model, bertlab.BertForSequenceClassification)
