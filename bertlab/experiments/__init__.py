@@ -4,8 +4,8 @@
     bertlab.replay("runs/x/card.json", row=0)
 """
 
-from .cards import data_hash, machine, merge_cards, read_card, replay, summarise, write_card
+from .cards import clear_of_noise, data_hash, machine, merge_cards, read_card, replay, summarise, write_card
 from .grid import experiment, jobs_of, read_rows, run_job
 
-__all__ = ["experiment", "replay", "merge_cards", "read_card", "write_card", "summarise", "data_hash", "machine",
+__all__ = ["experiment", "replay", "merge_cards", "read_card", "write_card", "summarise", "clear_of_noise", "data_hash", "machine",
            "jobs_of", "read_rows", "run_job"]

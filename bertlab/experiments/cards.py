@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 FORMAT = "bertlab-experiment-card/1"
-SKIP = {"step", "seed"}          # numbers in a result that are coordinates, not measurements
+SKIP = {"step", "seed", "fraction"}         # numbers in a result that are coordinates, not measurements
 
 
 def machine() -> str:
@@ -61,12 +61,16 @@ def _numbers(metrics: dict) -> dict[str, float]:
             if k not in SKIP and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
 
 
+def clear_of_noise(a: dict, b: dict) -> bool:
+    """Whether two summary cells {"mean", "std", "n"} differ by more than their seed spreads added together
+    (each over at least two seeds): a plain, conservative rule for a handful of seeds, not a significance test."""
+    return bool(a["n"] > 1 and b["n"] > 1 and abs(a["mean"] - b["mean"]) > a["std"] + b["std"])
+
+
 def summarise(rows: list[dict], reference: str | None = None) -> dict:
     """{group: {metric: {"mean", "std", "min", "max", "n", and against the reference: "diff", "clear"}}}.
 
-    `std` is the sample standard deviation over seeds (0 with one seed). A difference is "clear" of noise
-    when it exceeds the two variants' standard deviations added together and each has at least two seeds:
-    a plain, conservative rule for three seeds, not a significance test.
+    `std` is the sample standard deviation over seeds (0 with one seed); "clear" is `clear_of_noise`.
     """
     groups: dict[str, dict[str, list[float]]] = {}
     for row in rows:
@@ -90,7 +94,7 @@ def summarise(rows: list[dict], reference: str | None = None) -> dict:
                 if m in ref:
                     r = ref[m]
                     s["diff"] = s["mean"] - r["mean"]
-                    s["clear"] = bool(s["n"] > 1 and r["n"] > 1 and abs(s["diff"]) > s["std"] + r["std"])
+                    s["clear"] = clear_of_noise(s, r)
     return summary
 
 
