@@ -8,7 +8,7 @@ import math
 
 import pytest
 import torch
-from testkit import ODD, one_thread  # noqa: F401  (fixture)
+from testkit import one_thread  # noqa: F401  (fixture)
 
 import bertlab
 from bertlab.finetuning import choose_tau, encode, entity_f1, qa_exact_match

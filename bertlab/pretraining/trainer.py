@@ -442,7 +442,9 @@ class _Run:
         micro_batches = self._split(batch)
         lr = set_lr(self.optimizer, lr_at(self.step, a.steps, self.warmup, a.lr))
         self.optimizer.zero_grad(set_to_none=True)
-        sums = torch.zeros(len(_SUMMED), device=dist.device)
+        # summed in float64 as Python floats would be (MPS has no float64: float32 there)
+        sums = torch.zeros(len(_SUMMED), device=dist.device,
+                           dtype=torch.float32 if dist.device.type == "mps" else torch.float64)
         rows = slice(dist.rank, None, dist.world)                      # this process's rows of each micro-batch
         for i, mb in enumerate(micro_batches):
             mine = {k: v[rows].to(dist.device) for k, v in mb.items()}  # (micro / world, T)
@@ -454,7 +456,7 @@ class _Run:
                 mlm, nsp, c_mlm, c_nsp = pretraining_loss(out, mine["labels"], mine["next_sentence_label"],
                                                           n_masked, a.batch_size)
                 ((mlm + nsp) * dist.world).backward()   # DDP divides by world: undo it, the losses are global
-            sums += torch.stack([mlm.detach().float(), nsp.detach().float(), c_mlm.float(), c_nsp.float()])
+            sums += torch.stack([mlm.detach().float(), nsp.detach().float(), c_mlm.float(), c_nsp.float()]).to(sums.dtype)
         with _deferred_interrupt() as held:  # weights, step and resume position change together or not at all
             grad_norm = clip_and_step(self.model, self.optimizer, a.clip)
             self.step += 1
