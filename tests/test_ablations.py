@@ -13,7 +13,7 @@ from bertlab.experiments import ablation_probes as probes
 from bertlab.experiments import ablations, read_card
 from bertlab.model.heads import IGNORE
 
-CARD = bertlab.__file__.rsplit("/", 1)[0] + "/assets/ablations/card.json"
+CARD = ablations.CARD
 
 
 @pytest.fixture(scope="module")

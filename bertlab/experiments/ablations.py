@@ -39,6 +39,7 @@ from . import ablation_probes as probes
 
 CORPUS = Path(__file__).resolve().parent.parent / "assets" / "corpus"
 TRAIN = sorted(str(p) for p in (CORPUS / "train").glob("en_*.txt"))       # English only: the probes are English
+CARD = CORPUS.parent / "ablations" / "card.json"                            # the shipped study (notebook 09)
 DATA = [str(CORPUS / "train"), str(CORPUS / "heldout"), str(CORPUS.parent / "probing"),
         str(CORPUS.parent / "bertlab-tiny" / "vocab.txt")]
 

@@ -29,6 +29,7 @@ LRS = (3e-4, 1e-3)                        # the same grid for both starts
 SEEDS = (0, 1, 2)
 SELECT_LR = 3e-4                          # the candidates are compared at this rate, seed 0
 DATA = [str(ASSETS)]
+CARD = ASSETS.parent / "finetune" / "card.json"       # the shipped study (notebook 08)
 # the study's protocol: 40 steps of 16 records (choice: 4 questions × 4 endings), all 6 layers, and AdamW's
 # epsilon at PyTorch's default (1e-8), which the study was run with before `finetune` defaulted to BERT's 1e-6
 SETTINGS = {"layers": 6, "steps": 40, "batch_size": 16, "eps": 1e-8}
