@@ -95,7 +95,7 @@ def test_card_records_versions_settings_seeds_machine_and_data(tmp_path):
 def test_replay_agrees_bit_for_bit_and_catches_a_changed_number(tmp_path):
     bertlab.experiment(toy_run, VARIANTS, seeds=[0, 1], out=tmp_path)
     path = tmp_path / "card.json"
-    assert all(r["agree"] and r["mode"] == "bit-identical" for r in replay(path))
+    assert all(r["agree"] and r["mode"] == "bit-identical" and r["data_same"] is None for r in replay(path))
     card = read_card(path)
     card["rows"][3]["result"]["loss"] += 1e-9
     reports = replay(card)
@@ -127,6 +127,7 @@ def test_a_stored_row_of_each_shipped_card_replays(name, variant, seed):
     row = next(i for i, r in enumerate(card["rows"]) if (r["variant"], r["seed"]) == (variant, seed))
     [report] = replay(card, row=row)
     assert report["agree"], report
+    assert report["data_same"] is True, "the shipped data no longer hashes as the card recorded"
 
 
 def test_the_ablation_card_holds_every_variant_seed_and_checkpoint():

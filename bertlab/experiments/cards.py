@@ -159,10 +159,23 @@ def _leaves(result) -> dict[str, float]:
     return _numbers(result)
 
 
+def _data_same(card: dict) -> bool | None:
+    """Whether the card's data still hashes the same; its paths may be relative to bertlab's parent folder."""
+    if not card.get("data") or not card.get("data_sha256"):
+        return None
+    import bertlab
+    root = Path(bertlab.__file__).resolve().parent.parent
+    paths = [p if Path(p).exists() else root / p for p in card["data"]]
+    if not all(Path(p).exists() for p in paths):
+        return None
+    return data_hash(paths) == card["data_sha256"]
+
+
 def replay(card, row: int | None = None) -> list[dict]:
     """Re-run every row of `card` (or only row number `row`) and compare with the stored numbers.
 
-    Returns one report per row: {"row", "variant", "seed", "agree", "mode", "differences"}. `mode` is
+    Returns one report per row: {"row", "variant", "seed", "agree", "mode", "differences", "data_same"}
+    (`data_same`: whether the card's data files hash as they did, None when they cannot be found here). `mode` is
     "bit-identical" when the row was computed on this machine with the same thread count (every number
     must then be equal), else "within spread" (each number within two of its variant's seed standard
     deviations, or 1e-6 where the card has a single seed).
@@ -170,6 +183,7 @@ def replay(card, row: int | None = None) -> list[dict]:
     from .grid import run_job
     card = read_card(card)
     rows = card["rows"]
+    data_same = _data_same(card)
     if row is not None:
         if not -len(rows) <= row < len(rows):
             raise ValueError(f"the card has {len(rows)} rows (0 … {len(rows) - 1}); there is no row {row}")
@@ -197,5 +211,6 @@ def replay(card, row: int | None = None) -> list[dict]:
             if not ok:
                 differences[k] = (v, new[k])
         reports.append({"row": i, "variant": r["variant"], "seed": r["seed"], "agree": not differences,
-                        "mode": "bit-identical" if exact else "within spread", "differences": differences})
+                        "mode": "bit-identical" if exact else "within spread", "differences": differences,
+                        "data_same": data_same})
     return reports

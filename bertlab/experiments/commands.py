@@ -129,7 +129,8 @@ def main(args) -> int:
         reports = replay(args.card, args.row)
         for r in reports:
             verdict = "agrees" if r["agree"] else f"DIFFERS {r['differences']}"
-            print(f"row {r['row']} ({r['variant']}, seed {r['seed']}): {verdict} ({r['mode']})")
+            data = "; the data files changed since the card was written" if r["data_same"] is False else ""
+            print(f"row {r['row']} ({r['variant']}, seed {r['seed']}): {verdict} ({r['mode']}{data})")
         return 0 if all(r["agree"] for r in reports) else 1
     return 2
 
