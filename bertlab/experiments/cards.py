@@ -174,8 +174,9 @@ def _data_same(card: dict) -> bool | None:
 def replay(card, row: int | None = None) -> list[dict]:
     """Re-run every row of `card` (or only row number `row`) and compare with the stored numbers.
 
-    Returns one report per row: {"row", "variant", "seed", "agree", "mode", "differences", "data_same"}
-    (`data_same`: whether the card's data files hash as they did, None when they cannot be found here). `mode` is
+    Returns one report per row: {"row", "variant", "seed", "agree", "mode", "differences", "identical",
+    "data_same"} (`identical`: every number equal, whatever the mode; `data_same`: whether the card's data
+    files hash as they did, None when they cannot be found here). `mode` is
     "bit-identical" when the row was computed on this machine with the same thread count (every number
     must then be equal), else "within spread" (each number within two of its variant's seed standard
     deviations, or 1e-6 where the card has a single seed).
@@ -212,5 +213,5 @@ def replay(card, row: int | None = None) -> list[dict]:
                 differences[k] = (v, new[k])
         reports.append({"row": i, "variant": r["variant"], "seed": r["seed"], "agree": not differences,
                         "mode": "bit-identical" if exact else "within spread", "differences": differences,
-                        "data_same": data_same})
+                        "identical": all(new.get(k) == v for k, v in old.items()), "data_same": data_same})
     return reports

@@ -130,7 +130,8 @@ def main(args) -> int:
         for r in reports:
             verdict = "agrees" if r["agree"] else f"DIFFERS {r['differences']}"
             data = "; the data files changed since the card was written" if r["data_same"] is False else ""
-            print(f"row {r['row']} ({r['variant']}, seed {r['seed']}): {verdict} ({r['mode']}{data})")
+            same = "; every number identical" if r["identical"] and r["mode"] != "bit-identical" else ""
+            print(f"row {r['row']} ({r['variant']}, seed {r['seed']}): {verdict} ({r['mode']}{same}{data})")
         return 0 if all(r["agree"] for r in reports) else 1
     return 2
 
