@@ -24,6 +24,8 @@ from pathlib import Path
 
 import torch
 
+from bertlab.optim import clip_and_step
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 from forward import flops_per_token  # noqa: E402
@@ -82,8 +84,10 @@ def make_batch(vocab: int, batch: int, seq_len: int, device, seed: int = 0):
 
 
 def adamw(model):
-    from bertlab.pretraining.schedule import param_groups
-    return torch.optim.AdamW(param_groups(model, 0.01), lr=1e-4, betas=(0.9, 0.999), eps=1e-6)
+    """The trainer's optimizer (bertlab.optim.adamw: no decay on biases and LayerNorm, batched updates), for
+    both sides, so the comparison is the models' and the share of peak is what `bertlab.pretrain` steps at."""
+    from bertlab.optim import adamw as trainer_adamw
+    return trainer_adamw(model, lr=1e-4, weight_decay=0.01, eps=1e-6)
 
 
 def main(argv=None) -> int:
@@ -129,8 +133,7 @@ def main(argv=None) -> int:
                 with autocast():
                     loss = model(**batch).loss
                 loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                opt.step()
+                clip_and_step(model, opt, 1.0)
             return run
 
         timing = C.time_alternating([step(ours, opt_ours), step(ref, opt_ref)], device, args.repeats, args.warmup,

@@ -11,6 +11,8 @@ from .course import check, hint  # exercise checks that never show the answer; h
 from .hub import cached_models  # hub BERTs already downloaded; huggingface_hub is imported only on use
 from .model import (Bert, BertForMaskedLM, BertForMultipleChoice, BertForPreTraining, BertForQuestionAnswering,
                     BertForSequenceClassification, BertForTokenClassification, BertOutput, EmbeddingParts)
+from .experiments import experiment, replay
+from .finetuning import FineTuneResult, evaluate_task, finetune, load_task
 from .pretraining import make_pairs, mask_tokens
 from .pretraining.trainer import pretrain
 from .probe import (ablate, attention_map, attention_neurons, attention_rollout, compare_fill, context_mixing,
@@ -28,4 +30,5 @@ __all__ = ["BertConfig", "Tokenizer", "Encoding", "Batch", "Bert", "BertOutput",
            "mask_tokens", "make_pairs", "pretrain", "fill_mask", "next_sentence", "word_vectors",
            "cosine_distances", "sentence_embedding", "attention_rollout", "head_importance", "ablate", "saliency", "head_types",
            "contextuality", "nearest_contexts", "probe_layers", "load_probing_set", "attention_neurons",
-           "attention_map", "patch", "compare_fill", "context_mixing", "mixing_scoreboard", "check", "hint"]
+           "attention_map", "patch", "compare_fill", "context_mixing", "mixing_scoreboard", "check", "hint",
+           "finetune", "FineTuneResult", "evaluate_task", "load_task", "experiment", "replay"]

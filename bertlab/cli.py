@@ -5,6 +5,9 @@
     bertlab pretrain CORPUS [CORPUS ...] --out DIR --overwrite ...     (replaces the run in DIR)
     bertlab lab [DIR] [--no-browser] [--port N] [--solutions [SRC]]
     bertlab book OUT [--repo DIR] [--repo-url URL] [--hub-url URL] [--branch B] [--no-execute]
+    bertlab finetune --model NAME --task classify --train train.jsonl [--val val.jsonl] --out DIR
+    bertlab experiment ablations|finetune|SPEC.json --out DIR [--jobs N] [--shard K/N]
+    bertlab replay CARD [--row N]
 
 The pretrain flags are generated from the fields of `PretrainArgs` (pretraining/trainer.py): one flag per field,
 with the field's name, default and `help` metadata, and a type read from its annotation (bool: --x/--no-x, list:
@@ -122,6 +125,9 @@ def main(argv=None) -> int:
     pretrain_parser = _add_pretrain(sub)
     _add_lab(sub)
     _add_book(sub)
+    from .experiments import commands   # finetune, experiment, replay: thin commands over the Python API
+
+    commands.add_parsers(sub)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
@@ -151,6 +157,12 @@ def main(argv=None) -> int:
             print(f"bertlab pretrain: error: {e.strerror if isinstance(e, WriteFailed) else e}", file=sys.stderr)
             return 1
         return 130 if run.interrupted else 0    # 128 + SIGINT, as a shell reports a Ctrl-C
+    if args.command in ("finetune", "experiment", "replay"):
+        try:
+            return commands.main(args)
+        except (ValueError, FileNotFoundError) as e:
+            print(f"bertlab {args.command}: error: {e}", file=sys.stderr)
+            return 2
     if args.command == "lab":
         from .lab import main as lab_main
 

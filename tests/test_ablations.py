@@ -1,40 +1,24 @@
-"""The ablation harness (scripts/ablations.py) and the results it shipped (bertlab/assets/ablations/results.json).
-
-The full harness takes about half an hour of CPU, so the tests check the shipped file's shape and internal
-consistency, recompute its recorded --quick cell (seconds) to prove the code that wrote it still gives the
-same numbers, and check the two design claims the probes rest on: an LTR model's state at a word cannot see
-the words after it, and the right-context word-sense set gives every sense the same left context.
-"""
+"""The ablation study (bertlab.experiments.ablations) and its shipped card: the design claims the probes rest
+on (an LTR model's state at a word cannot see the words after it; the right-context word-sense set gives every
+sense the same left context), the variants, and the card's consistency. tests/test_experiments.py replays a
+stored row."""
 
 from __future__ import annotations
-
-import importlib.util
-import json
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 import bertlab
+from bertlab.experiments import ablation_probes as probes
+from bertlab.experiments import ablations, read_card
 from bertlab.model.heads import IGNORE
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bertlab" / "assets" / "ablations" / "results.json"
+CARD = ablations.CARD
 
 
 @pytest.fixture(scope="module")
-def ablations():
-    spec = importlib.util.spec_from_file_location("ablations", ROOT / "scripts" / "ablations.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module          # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def results():
-    return json.loads(RESULTS.read_text())
+def card():
+    return read_card(CARD)
 
 
 @pytest.fixture(scope="module")
@@ -42,74 +26,46 @@ def tok():
     return bertlab.load("bertlab-tiny", device="cpu")[1]
 
 
-# ---- the shipped file -------------------------------------------------------------------------------------
-
-def test_results_cover_every_variant_and_seed_at_the_full_budget(results, ablations):
-    assert results["budget"] == ablations.FULL.__dict__
-    assert len(results["seeds"]) >= 3
-    names = [v.name for v in ablations.VARIANTS]
-    assert [v["name"] for v in results["variants"]] == names
-    for v in ablations.VARIANTS:
-        for seed in results["seeds"]:
-            got = sorted(r["fraction"] for r in results["rows"] if r["variant"] == v.name and r["seed"] == seed)
-            assert got == sorted(v.checkpoints), (v.name, seed)
-    assert results["command"].startswith("python scripts/ablations.py")
-    assert 0 < results["cpu_seconds"] < 35 * 60, "the harness is budgeted to 35 minutes of one CPU thread"
-
-
-def test_every_score_is_an_accuracy_and_every_model_is_scored_on_the_same_probes(results):
-    probes = {"next_replaced", "wsd_right", "wsd", "pos", "pair", "topic"}
-    for r in results["rows"]:
-        assert probes <= set(r), r["variant"]
-        for m in probes | {"mlm_top1", "nsp", "wsd_right+bilstm", "next_replaced+bilstm"}:
-            if m in r:
-                assert 0.0 <= r[m] <= 1.0, (r["variant"], m, r[m])
-        assert ("wsd_right+bilstm" in r) == ("next_replaced+bilstm" in r) == r["variant"].startswith("LTR")
-        assert ("mlm_top1" in r) == (not r["variant"].startswith("LTR"))     # an LTR model has no MLM head
-    assert set(results["baselines"]) == probes
+def test_every_score_is_an_accuracy_and_every_model_meets_the_same_probes(card):
+    probes_ = {"next_replaced", "wsd_right", "wsd", "pos", "pair", "topic"}
+    for row in card["rows"]:
+        for point in row["result"]:
+            assert probes_ <= set(point), row["variant"]
+            for m in probes_ | {"mlm_top1", "nsp", "wsd_right+bilstm", "next_replaced+bilstm"}:
+                if m in point:
+                    assert 0.0 <= point[m] <= 1.0, (row["variant"], m)
+            ltr = row["variant"].startswith("LTR")
+            assert ("wsd_right+bilstm" in point) == ("next_replaced+bilstm" in point) == ltr
+            assert ("mlm_top1" in point) == (not ltr)               # an LTR model has no MLM head
+    assert set(card["notes"]["baselines"]) == probes_
 
 
-def test_the_summary_is_the_mean_and_spread_of_the_rows(results):
-    for cell in results["summary"].values():
-        rows = [r for r in results["rows"] if r["variant"] == cell["variant"] and r["step"] == cell["step"]]
-        assert sorted(r["seed"] for r in rows) == cell["seeds"]
-        for metric, stats in cell.items():
-            if not isinstance(stats, dict):
-                continue
-            values = torch.tensor([r[metric] for r in rows], dtype=torch.float64)
-            assert stats["mean"] == pytest.approx(float(values.mean()), abs=1e-12)
-            assert stats["std"] == pytest.approx(float(values.std()), abs=1e-12)
-            assert stats["min"] <= stats["mean"] <= stats["max"]
-
-
-def test_the_papers_numbers_are_recorded_as_published(results):
-    paper = results["paper"]
+def test_the_papers_numbers_are_recorded_as_published(card):
+    paper = card["notes"]["paper"]
     assert paper["table5"]["rows"]["BERT-base"] == [84.4, 88.4, 86.7, 92.7, 88.5]
-    assert paper["table5"]["rows"]["LTR & No NSP"][2] == 77.5            # MRPC: LTR's big loss
+    assert paper["table5"]["rows"]["LTR & No NSP"][2] == 77.5              # MRPC: LTR's big loss
     assert [row[3] for row in paper["table8"]["rows"]] == [84.2, 84.3, 84.1, 84.4, 83.7, 83.6]
     assert all(sum(row[:3]) == 100 for row in paper["table8"]["rows"])
 
 
-def test_the_recorded_quick_cell_recomputes(results, ablations):
-    # The same code, seed and --quick budget must give the numbers the file recorded: the harness is a
-    # pure function of its seed, so a change to it (or to the pieces it uses) shows up here.
-    check = results["quick_check"]
-    fresh = ablations.run(check["seeds"], quick=True, jobs=1, only=check["only"])
-    assert len(fresh["rows"]) == len(check["rows"])
-    for old, new in zip(check["rows"], fresh["rows"]):
-        for key, value in old.items():
-            if key.startswith("cpu_seconds"):
-                continue
-            if isinstance(value, float):
-                assert new[key] == pytest.approx(value, abs=1e-6), key
-            else:
-                assert new[key] == value, key
+def test_a_variant_is_the_budget_with_what_it_changes():
+    v = ablations.variant(mask_rate=0.4)
+    assert v == {**ablations.BUDGET, "mask_rate": 0.4}
+    with pytest.raises(ValueError, match="unknown ablation setting"):
+        ablations.variant(mask_rat=0.4)
 
 
-# ---- the probes' design ------------------------------------------------------------------------------------
+def test_the_mask_rate_is_the_share_of_tokens_the_loss_sees(tok):
+    # what the 40 % variant changes: the masking, and nothing upstream of it
+    ids = torch.randint(5, tok.vocab_size, (64, 32), generator=torch.Generator().manual_seed(0))
+    ids[:, 0], ids[:, -1] = tok.cls_id, tok.sep_id
+    for rate in (0.15, 0.4):
+        _, labels = bertlab.mask_tokens(ids, tok, rate, generator=torch.Generator().manual_seed(0))
+        assert (labels != IGNORE).float().mean() == pytest.approx(rate * 30 / 32, abs=0.03)
 
-def test_right_context_senses_give_every_sense_the_same_left_context(ablations):
-    examples, labels = ablations.right_context_senses()
+
+def test_right_context_senses_give_every_sense_the_same_left_context():
+    examples, labels = probes.right_context_senses()
     assert len(examples) >= 150
     for (sentence, word), label in zip(examples, labels):
         assert sentence.startswith(f"the {word} ") and label.startswith(f"{word}/")
@@ -118,27 +74,21 @@ def test_right_context_senses_give_every_sense_the_same_left_context(ablations):
         assert len({y for (_, w), y in zip(examples, labels) if w == word}) == 2    # both senses kept
 
 
-def test_next_token_labels_shift_left_and_ignore_padding(ablations):
+def test_next_token_labels_shift_left_and_ignore_padding():
     ids = torch.tensor([[2, 10, 11, 3, 0, 0], [2, 12, 13, 14, 15, 3]])
-    attn = (ids != 0).long()
-    labels = ablations.next_token_labels(ids, attn)
+    labels = ablations.next_token_labels(ids, (ids != 0).long())
     assert labels.tolist() == [[10, 11, 3, IGNORE, IGNORE, IGNORE], [12, 13, 14, 15, 3, IGNORE]]
 
 
-def test_a_left_to_right_models_state_at_the_word_ignores_the_words_after_it(ablations, tok):
+def test_a_left_to_right_models_state_at_the_word_ignores_the_words_after_it(tok):
     # The reason the LTR row must sit at the word-identity baseline on wsd_right: with causal attention, the
     # state at "bank" in "the bank of the stream" equals the one in "the bank lent them money".
-    config = ablations.make_config(tok, ablations.Variant("LTR", objective="ltr"), ablations.FULL)
+    config = ablations.make_config(tok, ablations.VARIANTS["LTR & No NSP"])
     assert config.is_decoder
     torch.manual_seed(0)
     model = bertlab.BertForPreTraining(config, device="cpu").eval()
     examples = [("the bank of the stream .", "bank"), ("the bank lent them money .", "bank")]
-    _, states, spans = ablations.sequence_states(model.bert, tok, examples, 32)
+    _, states, spans = probes.sequence_states(model.bert, tok, examples, 32)
     (i, (s, e)), (j, (s2, e2)) = spans
     assert torch.allclose(states[i][s:e], states[j][s2:e2], atol=1e-5)
     assert not torch.allclose(states[i][-1], states[j][-1], atol=1e-3)      # the last tokens do differ
-
-
-def test_the_harness_refuses_unknown_variants(ablations):
-    with pytest.raises(SystemExit):
-        ablations.main(["--only", "ELMo", "--quick"])

@@ -140,3 +140,23 @@ def write_corpus(path: Path, n_docs: int = 30, seed: int = 0, sentences: tuple[i
 def corpus(tmp_path_factory) -> Path:
     """The module's training corpus: write_corpus's 30 documents, written once per module."""
     return write_corpus(tmp_path_factory.mktemp("corpus") / "train.txt")
+
+
+def toy_run(settings: dict, seed: int) -> dict:
+    """An experiment run in a second: fit a noisy line with SGD. It draws from torch's global generator, so
+    its numbers depend on the seeding `bertlab.experiment` does; settings["log"], if given, is a file that
+    gets one line per call (to count which rows really ran)."""
+    if settings.get("log"):
+        with open(settings["log"], "a") as f:
+            f.write(f"{settings['lr']} {seed}\n")
+    x = torch.randn(64, 3)
+    y = x @ torch.tensor([1.0, -2.0, 0.5]) + 0.3 * torch.randn(64)
+    w = torch.zeros(3, requires_grad=True)
+    for _ in range(settings.get("steps", 20)):
+        loss = ((x @ w - y) ** 2).mean()
+        loss.backward()
+        with torch.no_grad():
+            w -= settings["lr"] * w.grad
+            w.grad = None
+    w = w.detach()
+    return {"loss": float(((x @ w - y) ** 2).mean()), "w0": float(w[0])}

@@ -46,7 +46,7 @@ from . import checks, runfolder, snapshots
 from .data import PretrainingData, collate, iter_texts, read_documents
 from .masking import mask_tokens
 from .runfolder import latest_checkpoint  # noqa: F401  (scripts import it from here)
-from .schedule import lr_at, param_groups
+from ..optim import adamw, clip, lr_at, set_lr
 
 log = logging.getLogger(__name__)
 
@@ -140,11 +140,13 @@ def pretraining_loss(out, labels: torch.Tensor, nsp_labels: torch.Tensor, n_mask
     """Summed MLM and NSP cross-entropies divided by the *global* counts, and the correct-prediction counts.
 
     `out.prediction_logits` holds logits only at the masked positions (N, V), in the order of
-    `labels[labels != -100]`: the head never projects the other 85 % onto the vocabulary.
+    `labels[labels != -100]`: the head never projects the other 85 % onto the vocabulary. The head has
+    already computed the MLM loss, their mean over these N; it is rescaled to the global count here, not
+    computed a second time. All four results stay tensors: reading one would wait for the device.
     """
     target = labels[labels != IGNORE]                                    # (N,)
-    mlm_logits = out.prediction_logits.float()                           # (N, V)
-    mlm = F.cross_entropy(mlm_logits, target, reduction="sum") / max(1, n_masked)
+    mlm_logits = out.prediction_logits                                   # (N, V)
+    mlm = out.mlm_loss * (target.numel() / max(1, n_masked))            # mean over N → sum / global count
     nsp = F.cross_entropy(out.seq_relationship_logits.float(), nsp_labels, reduction="sum") / max(1, n_pairs)
     correct_mlm = (mlm_logits.argmax(-1) == target).sum()
     correct_nsp = (out.seq_relationship_logits.argmax(-1) == nsp_labels).sum()
@@ -267,21 +269,24 @@ class _Dist:
 
 @dataclass
 class StepMetrics:
-    """One optimizer step's numbers, over the whole global batch (summed over micro-batches and processes)."""
-    mlm_loss: float = 0.0      # MLM cross-entropy, averaged over the batch's masked tokens
-    nsp_loss: float = 0.0      # NSP cross-entropy, averaged over its sentence pairs
-    mlm_correct: float = 0.0   # masked tokens whose top guess is the original …
-    masked: float = 0.0        # … out of this many masked tokens
-    nsp_correct: float = 0.0   # pairs whose IsNext / NotNext guess is right, out of `pairs`
-    pairs: int = 0             # sentence pairs: the global batch size
-    tokens: float = 0.0        # non-padding tokens, for tokens per second
+    """One optimizer step's numbers, over the whole global batch (summed over micro-batches and processes).
+
+    What the device computed stays on the device as tensors (`sums`, `grad_norm`): turning them into Python
+    numbers makes the host wait for the device, so that happens once per logged step (`_Window.summary`).
+    The counts are known on the host, from the global batch every process holds.
+    """
+    sums: torch.Tensor | None = None        # (4,) on the device: the _SUMMED values
+    masked: int = 0                         # masked tokens in the global batch
+    pairs: int = 0                          # sentence pairs: the global batch size
+    tokens: int = 0                         # non-padding tokens, for tokens per second
     lr: float = 0.0
-    grad_norm: float = 0.0     # before clipping
+    grad_norm: torch.Tensor | None = None   # before clipping
     seconds: float = 0.0
 
 
-# the StepMetrics fields each process counts over its own rows, added up over all processes under DDP
-_SUMMED = ("mlm_loss", "nsp_loss", "mlm_correct", "nsp_correct", "masked", "tokens")
+# StepMetrics.sums: MLM cross-entropy averaged over the batch's masked tokens, NSP cross-entropy averaged over
+# its pairs, masked tokens whose top guess is the original, pairs whose IsNext / NotNext guess is right
+_SUMMED = ("mlm_loss", "nsp_loss", "mlm_correct", "nsp_correct")
 
 
 class _Position(NamedTuple):
@@ -323,8 +328,7 @@ class _Run:
         if a.snapshot_every:
             snapshots.check_text(a.snapshot_text, self.tokenizer, a.max_len)
         self.mask_gen = torch.Generator().manual_seed(a.seed)
-        self.optimizer = torch.optim.AdamW(param_groups(self.model, a.weight_decay), lr=a.lr,
-                                           betas=(0.9, 0.999), eps=1e-6)
+        self.optimizer = adamw(self.model, a.lr, a.weight_decay, eps=1e-6)
         if state is not None:
             self.optimizer.load_state_dict(state["optimizer"])
             self.data.load_state_dict(state["data"])
@@ -402,12 +406,13 @@ class _Run:
                 window.add(m)
                 if dist.main:
                     bar.update(1)
-                    bar.set_postfix(loss=f"{m.mlm_loss + m.nsp_loss:.3f}",
-                                    mlm_acc=f"{m.mlm_correct / max(1, m.masked):.3f}",
-                                    nsp_acc=f"{m.nsp_correct / m.pairs:.3f}", tok_s=f"{window.tok_s:,.0f}",
-                                    refresh=False)
                 if self.step % a.log_every == 0 or self.step == a.steps:
-                    self._log(window.summary(self.step))
+                    logged = window.summary(self.step)   # the one wait for the device in these log_every steps
+                    self._log(logged)
+                    if dist.main:
+                        bar.set_postfix(loss=f"{logged['loss']:.3f}", mlm_acc=f"{logged['mlm_acc']:.3f}",
+                                        nsp_acc=f"{logged['nsp_acc']:.3f}", tok_s=f"{logged['tok_s']:,.0f}",
+                                        refresh=False)
                     window = _Window()
                 if a.snapshot_every and (self.step % a.snapshot_every == 0 or self.step == a.steps):
                     self._snapshot()
@@ -439,13 +444,14 @@ class _Run:
         t0 = time.perf_counter()
         # mask the whole global batch at once, then split it: grad_accum and DDP change no mask
         batch = self._mask(examples)                                     # each (batch_size, L)
-        n_masked = int((batch["labels"] != IGNORE).sum())
+        n_masked = int((batch["labels"] != IGNORE).sum())              # host tensors: no device wait
+        n_tokens = int(batch["attention_mask"].sum())
         micro_batches = self._split(batch)
-        lr = lr_at(self.step, a.steps, self.warmup, a.lr)
-        for g in self.optimizer.param_groups:
-            g["lr"] = lr
+        lr = set_lr(self.optimizer, lr_at(self.step, a.steps, self.warmup, a.lr))
         self.optimizer.zero_grad(set_to_none=True)
-        sums = dict.fromkeys(_SUMMED, 0.0)
+        # summed in float64 as Python floats would be (MPS has no float64: float32 there)
+        sums = torch.zeros(len(_SUMMED), device=dist.device,
+                           dtype=torch.float32 if dist.device.type == "mps" else torch.float64)
         rows = slice(dist.rank, None, dist.world)                      # this process's rows of each micro-batch
         for i, mb in enumerate(micro_batches):
             mine = {k: v[rows].to(dist.device) for k, v in mb.items()}  # (micro / world, T)
@@ -457,24 +463,23 @@ class _Run:
                 mlm, nsp, c_mlm, c_nsp = pretraining_loss(out, mine["labels"], mine["next_sentence_label"],
                                                           n_masked, a.batch_size)
                 ((mlm + nsp) * dist.world).backward()   # DDP divides by world: undo it, the losses are global
-            sums["mlm_loss"] += mlm.item()
-            sums["nsp_loss"] += nsp.item()
-            sums["mlm_correct"] += c_mlm.item()
-            sums["nsp_correct"] += c_nsp.item()
-            sums["masked"] += int((mine["labels"] != IGNORE).sum())
-            sums["tokens"] += int(mine["attention_mask"].sum())
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), a.clip)
-        checks.stop_if_not_finite(self.step + 1, sums["mlm_loss"], sums["nsp_loss"], float(grad_norm), a,
-                                  self.out)   # before the update: the weights stay good
+            sums += torch.stack([mlm.detach().float(), nsp.detach().float(), c_mlm.float(), c_nsp.float()]).to(sums.dtype)
+        grad_norm = clip(self.model, a.clip)
+        # one host sync per optimizer step, not per micro-batch: a NaN or inf loss or gradient stops the run
+        # before the update, so the weights (and every checkpoint written from them) stay good
+        finite = torch.isfinite(sums[:2]).all()
+        if grad_norm is not None:
+            finite = finite & torch.isfinite(grad_norm)
+        if not bool(finite):
+            checks.stop_if_not_finite(self.step + 1, float(sums[0]), float(sums[1]),
+                                      float(grad_norm) if grad_norm is not None else 0.0, a, self.out)
         with _deferred_interrupt() as held:  # weights, step and resume position change together or not at all
             self.optimizer.step()
             self.step += 1
             self.position = self._position()
         if dist.world > 1:
-            total = torch.tensor([sums[k] for k in _SUMMED], dtype=torch.float64)
-            torch.distributed.all_reduce(total)
-            sums = dict(zip(_SUMMED, total.tolist()))
-        return StepMetrics(**sums, pairs=a.batch_size, lr=lr, grad_norm=float(grad_norm),
+            torch.distributed.all_reduce(sums)     # on the device: no host wait
+        return StepMetrics(sums, masked=n_masked, pairs=a.batch_size, tokens=n_tokens, lr=lr, grad_norm=grad_norm,
                            seconds=time.perf_counter() - t0), bool(held)
 
     def _mask(self, examples) -> dict[str, torch.Tensor]:
@@ -534,30 +539,31 @@ class _Run:
 
 
 class _Window:
-    """Running sums of StepMetrics between two log lines."""
+    """Running sums of StepMetrics between two log lines; the device's sums are added on the device."""
 
     def __init__(self):
-        self.total = StepMetrics()
+        self.total = StepMetrics(masked=0, pairs=0, tokens=0, seconds=0.0)
         self.steps = 0
         self.last = StepMetrics()   # lr and grad_norm are logged as they are at the logged step
 
     def add(self, m: StepMetrics) -> None:
         t = self.total
-        for name in (*_SUMMED, "pairs", "seconds"):
+        t.sums = m.sums.clone() if t.sums is None else t.sums + m.sums
+        for name in ("masked", "pairs", "tokens", "seconds"):
             setattr(t, name, getattr(t, name) + getattr(m, name))
         self.steps += 1
         self.last = m
 
-    @property
-    def tok_s(self) -> float:
-        return self.total.tokens / self.total.seconds if self.total.seconds else 0.0
-
     def summary(self, step: int) -> dict:
+        """The logged line; its `.tolist()` is the only place the loop waits for the device."""
         t, n = self.total, max(1, self.steps)
-        return {"step": step, "loss": (t.mlm_loss + t.nsp_loss) / n, "mlm_loss": t.mlm_loss / n,
-                "nsp_loss": t.nsp_loss / n, "mlm_acc": t.mlm_correct / max(1, t.masked),
-                "nsp_acc": t.nsp_correct / max(1, t.pairs), "lr": self.last.lr, "grad_norm": self.last.grad_norm,
-                "tok_s": self.tok_s, "time": time.time()}
+        norm = self.last.grad_norm if self.last.grad_norm is not None else torch.zeros(())
+        values = torch.cat([t.sums.double(), norm.detach().reshape(1).double().to(t.sums.device)]).tolist()
+        mlm_loss, nsp_loss, mlm_correct, nsp_correct, grad_norm = values
+        return {"step": step, "loss": (mlm_loss + nsp_loss) / n, "mlm_loss": mlm_loss / n,
+                "nsp_loss": nsp_loss / n, "mlm_acc": mlm_correct / max(1, t.masked),
+                "nsp_acc": nsp_correct / max(1, t.pairs), "lr": self.last.lr, "grad_norm": grad_norm,
+                "tok_s": t.tokens / t.seconds if t.seconds else 0.0, "time": time.time()}
 
 
 @contextlib.contextmanager

@@ -1,0 +1,177 @@
+"""`finetune`: the one fine-tuning loop, for every task shape of the paper.
+
+    model, tokenizer = bertlab.load("bertlab-mini")
+    data = bertlab.load_task("follows")
+    result = bertlab.finetune(model, tokenizer, data["train"], data["val"], task="classify", steps=60, lr=3e-4)
+    bertlab.evaluate_task(result.model, tokenizer, data["test"], task="classify")    # {"accuracy": ...}
+
+The recipe is the paper's (section 4, appendix A.3): a new output layer on the pre-trained encoder, every
+parameter trained end to end with AdamW (weight decay 0.01, none on biases and LayerNorm), linear warm-up
+over the first 10 % of the steps then linear decay, gradient clipping at 1.0, dropout as the model's config
+says, each batch padded only to its own longest row. The optimizer, schedule and clipping are
+`bertlab.optim`'s, the same functions `bertlab.pretrain` steps with.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import asdict, dataclass, field
+
+import torch
+from tqdm.auto import tqdm
+
+from ..checkpoint import load
+from ..model.bert import Bert
+from ..optim import adamw, clip_and_step, lr_at, set_lr
+from ..utils import set_seed
+from .metrics import choose_tau, evaluate_task, qa_scores
+from .tasks import HEADS, METRIC, check_task, encode, label_names, make_head, num_labels
+
+
+@dataclass
+class FineTuneSettings:
+    """Everything that decides a fine-tuning run's numbers (with the data and the starting weights)."""
+    task: str
+    steps: int
+    lr: float
+    batch_size: int
+    seed: int = 0
+    warmup: float = 0.1            # share of the steps spent warming up
+    weight_decay: float = 0.01
+    eps: float = 1e-6              # AdamW's epsilon (Google's BERT: 1e-6; PyTorch's default: 1e-8)
+    clip: float | None = 1.0       # gradient-norm clipping; None: none
+    eval_every: int | None = None  # score `val` every N steps (and always at the end)
+    max_length: int | None = None  # truncate longer inputs to this many tokens (None: never truncate)
+
+
+@dataclass
+class FineTuneResult:
+    """What `finetune` returns: the fine-tuned `model` (its task head on the encoder, in eval mode), the
+    `history` of the run (training loss every step; the validation metric at each evaluation), the `settings`,
+    the label names when the labels were strings (`labels`), and for QA the no-answer threshold `tau` chosen
+    on the validation set (0 without one)."""
+    model: torch.nn.Module
+    settings: FineTuneSettings
+    history: list[dict] = field(default_factory=list)
+    labels: list | None = None
+    tau: float = 0.0
+
+    @property
+    def metric(self) -> str:
+        return METRIC[self.settings.task]
+
+    def evaluate(self, tokenizer, records) -> dict:
+        """`evaluate_task` with this run's task, label names and (QA) threshold."""
+        return evaluate_task(self.model, tokenizer, records, task=self.settings.task, tau=self.tau, names=self.labels)
+
+    def to_dict(self) -> dict:
+        return {"settings": asdict(self.settings), "history": self.history, "labels": self.labels, "tau": self.tau}
+
+
+def finetune(model, tokenizer, train, val=None, *, task: str, steps: int = 100, lr: float = 3e-4,
+             batch_size: int = 16, seed: int = 0, progress: bool = False, callbacks=(), device=None,
+             **options) -> FineTuneResult:
+    """Fine-tune `model` on `train` records of `task` ("classify", "tag", "qa", "choice"); see the module doc.
+
+    `model`: a bertlab model with any head (its encoder is used; a new task head is put on it), a bare
+    `Bert`, a model that already has this task's head (trained further as it is), or a name or folder for
+    `bertlab.load`. The model passed in is not changed: the run trains a copy. `val`: records scored at the
+    end (and every `eval_every` steps) into `history`; for QA it also chooses the no-answer threshold τ.
+    `batch_size` counts records (a choice record is all its endings). Options: the other fields of
+    `FineTuneSettings` (warmup, weight_decay, eps, clip, eval_every, max_length). `callbacks` are called with
+    each history entry.
+    """
+    unknown = set(options) - set(FineTuneSettings.__dataclass_fields__)
+    if unknown:
+        raise ValueError(f"unknown finetune option(s): {', '.join(sorted(unknown))}; the options are "
+                         f"{', '.join(f for f in FineTuneSettings.__dataclass_fields__ if f not in ('task', 'steps', 'lr', 'batch_size', 'seed'))}")
+    s = FineTuneSettings(task=task, steps=steps, lr=lr, batch_size=batch_size, seed=seed, **options)
+    _check_settings(s)
+    check_task(task, train)
+    if val is not None:
+        check_task(task, val)
+    if isinstance(model, str) or hasattr(model, "__fspath__"):
+        model, _ = load(model, device=device or "cpu", model_class=Bert)
+    names = label_names(task, train)
+    set_seed(seed)                                   # the new head's weights
+    head = _task_model(task, model, train, names)
+    if device is not None:
+        head = head.to(device)
+    result = FineTuneResult(head, s, labels=names)
+    _train(result, tokenizer, train, val, progress, callbacks)
+    return result
+
+
+def _check_settings(s: FineTuneSettings) -> None:
+    for name in ("steps", "batch_size"):
+        if isinstance(getattr(s, name), bool) or not isinstance(getattr(s, name), int) or getattr(s, name) < 1:
+            raise ValueError(f"{name} must be a whole number of at least 1, got {getattr(s, name)!r}")
+    if not (isinstance(s.lr, (int, float)) and math.isfinite(s.lr) and s.lr > 0):
+        raise ValueError(f"lr must be a positive number, got {s.lr!r}")
+    if not 0 <= s.warmup < 1:
+        raise ValueError(f"warmup is the share of steps spent warming up, in [0, 1); got {s.warmup!r}")
+    if s.clip is not None and s.clip <= 0:
+        raise ValueError(f"clip must be positive (or None for no clipping), got {s.clip!r}")
+    if s.eval_every is not None and s.eval_every < 1:
+        raise ValueError(f"eval_every must be at least 1 step (or None: at the end only), got {s.eval_every!r}")
+
+
+def _task_model(task: str, model, train, names):
+    """A copy of `model` with `task`'s head: kept if it already is that head, else a new head on its encoder."""
+    if isinstance(model, HEADS[task]) and (task not in ("classify", "tag")
+                                           or model.num_labels == num_labels(task, train, names)):
+        return copy.deepcopy(model)
+    bert = model if isinstance(model, Bert) else getattr(model, "bert", None)
+    if not isinstance(bert, Bert):
+        raise ValueError(f"finetune needs a bertlab model (a Bert or any head on one) or a name for bertlab.load, "
+                         f"got {type(model).__name__}")
+    bert = copy.deepcopy(bert)
+    if bert.pooler is None and task in ("classify", "choice"):
+        raise ValueError(f"{task} reads the pooled [CLS] output, but this encoder has no pooler: load the model "
+                         "with its pooler (bertlab.load(name, model_class=bertlab.Bert))")
+    n = num_labels(task, train, names) if task in ("classify", "tag") else None
+    return make_head(task, bert, n)
+
+
+def _train(result: FineTuneResult, tokenizer, train, val, progress: bool, callbacks) -> None:
+    s, model = result.settings, result.model
+    warmup = max(1, int(s.steps * s.warmup + 1e-9)) if s.warmup else 0
+    generator = torch.Generator().manual_seed(s.seed)          # the order of the examples
+    optimizer = adamw(model, s.lr, s.weight_decay, s.eps)
+    model.train()
+    order: list[int] = []
+    bar = tqdm(total=s.steps, disable=not progress, desc=f"finetune {s.task}", unit="step", dynamic_ncols=True)
+    try:
+        for step in range(s.steps):
+            if len(order) < s.batch_size:                     # a fresh shuffle every epoch
+                order += torch.randperm(len(train), generator=generator).tolist()
+            batch = encode(s.task, [train[j] for j in order[:s.batch_size]], tokenizer, result.labels, s.max_length)
+            del order[:s.batch_size]
+            batch.pop("encodings", None)
+            lr = set_lr(optimizer, lr_at(step, s.steps, warmup, s.lr))
+            loss = model(**{k: v.to(model.device) for k, v in batch.items()}).loss
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            clip_and_step(model, optimizer, s.clip)
+            entry = {"step": step + 1, "loss": loss.item(), "lr": lr}
+            if val is not None and ((s.eval_every and (step + 1) % s.eval_every == 0) or step + 1 == s.steps):
+                entry.update(_validate(result, tokenizer, val))
+                model.train()
+            result.history.append(entry)
+            for cb in callbacks:
+                cb(entry)
+            bar.update(1)
+            bar.set_postfix(loss=f"{entry['loss']:.3f}", refresh=False)
+    finally:
+        bar.close()
+    model.eval()
+
+
+def _validate(result: FineTuneResult, tokenizer, val) -> dict:
+    """The validation metric, prefixed "val_"; for QA, τ is chosen on these questions first."""
+    result.model.eval()                              # dropout off: scores, and τ, from the model as it is
+    if result.settings.task == "qa":
+        result.tau = choose_tau(qa_scores(result.model, tokenizer, val))
+    scores = evaluate_task(result.model, tokenizer, val, task=result.settings.task, tau=result.tau, names=result.labels)
+    return {f"val_{k}": v for k, v in scores.items()}
