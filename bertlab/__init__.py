@@ -7,6 +7,7 @@
 
 from .checkpoint import load, save
 from .config import BertConfig
+from .course import check, hint  # exercise checks that never show the answer; hints in tiers
 from .hub import cached_models  # hub BERTs already downloaded; huggingface_hub is imported only on use
 from .model import (Bert, BertForMaskedLM, BertForMultipleChoice, BertForPreTraining, BertForQuestionAnswering,
                     BertForSequenceClassification, BertForTokenClassification, BertOutput, EmbeddingParts)
@@ -27,4 +28,4 @@ __all__ = ["BertConfig", "Tokenizer", "Encoding", "Batch", "Bert", "BertOutput",
            "mask_tokens", "make_pairs", "pretrain", "fill_mask", "next_sentence", "word_vectors",
            "cosine_distances", "sentence_embedding", "attention_rollout", "head_importance", "ablate", "saliency", "head_types",
            "contextuality", "nearest_contexts", "probe_layers", "load_probing_set", "attention_neurons",
-           "attention_map", "patch", "compare_fill", "context_mixing", "mixing_scoreboard"]
+           "attention_map", "patch", "compare_fill", "context_mixing", "mixing_scoreboard", "check", "hint"]

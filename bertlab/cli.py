@@ -3,7 +3,7 @@
     bertlab pretrain CORPUS [CORPUS ...] --out DIR [--preset tiny] [--steps N] ...
     bertlab pretrain --out DIR --resume [--steps N]
     bertlab pretrain CORPUS [CORPUS ...] --out DIR --overwrite ...     (replaces the run in DIR)
-    bertlab lab [DIR] [--no-browser] [--port N]
+    bertlab lab [DIR] [--no-browser] [--port N] [--solutions [SRC]]
 
 The pretrain flags are generated from the fields of `PretrainArgs` (pretraining/trainer.py): one flag per field,
 with the field's name, default and `help` metadata, and a type read from its annotation (bool: --x/--no-x, list:
@@ -69,6 +69,10 @@ def _add_lab(sub) -> argparse.ArgumentParser:
     p.add_argument("--no-browser", action="store_true", help="start JupyterLab without opening a browser")
     p.add_argument("--port", type=_port, default=None,
                    help="JupyterLab's port, 1 … 65535 (default: JupyterLab's, 8888)")
+    p.add_argument("--solutions", nargs="?", const="", default=None, metavar="SRC",
+                   help="for teachers: also copy the instructor pack (one answer per checkable exercise) into "
+                        "DIR/solutions, from SRC, the bertlab repository's solutions/ folder (alone: the "
+                        "checkout's, when bertlab runs from one). It is not in the installed package.")
     return p
 
 
@@ -115,7 +119,7 @@ def main(argv=None) -> int:
     if args.command == "lab":
         from .lab import main as lab_main
 
-        return lab_main(args.dir, no_browser=args.no_browser, port=args.port)
+        return lab_main(args.dir, no_browser=args.no_browser, port=args.port, solutions=args.solutions)
     return 0
 
 

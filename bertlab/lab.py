@@ -9,6 +9,11 @@ The reader's copies are theirs: a notebook already in DIR is never overwritten. 
 `NAME.new.ipynb` and a line says so; the reader compares or renames. That copy is the reader's too: if they
 worked in it, a later run leaves it as it is and writes the shipped version to `NAME.new-2.ipynb` (and so on).
 Identical notebooks are left alone.
+
+`bertlab lab DIR --solutions SOURCE` also copies the instructor pack (the repository's solutions/ folder:
+one executable answer per checkable exercise) into DIR/solutions, under the same never-overwrite rule. The
+pack is not in the installed package, so a learner's `pip install` does not carry it; a teacher passes
+the folder of a repository checkout (or `--solutions` alone, when bertlab runs from a checkout).
 """
 
 from __future__ import annotations
@@ -45,6 +50,32 @@ def packaged_notebooks() -> list[Path]:
     return sorted(p for p in notebooks_source().glob("*.ipynb") if not _SHIPPED_COPY.search(p.name))
 
 
+def solutions_source(source=None) -> Path:
+    """The instructor pack's folder: `source`, or the checkout's solutions/ when `source` is None or ""."""
+    if source in (None, ""):
+        checkout = Path(__file__).resolve().parent.parent / "solutions"
+        if not checkout.is_dir():
+            raise FileNotFoundError("the solutions are not part of the installed package (learners must not get "
+                                    "them): clone the bertlab repository and pass its folder, "
+                                    "--solutions path/to/bertlab/solutions")
+        source = checkout
+    source = Path(source).expanduser()
+    if not source.is_dir() or not any(source.glob("nb[0-9][0-9].py")):
+        raise FileNotFoundError(f"{source} holds no solutions (files nbNN.py): pass the bertlab repository's "
+                                "solutions/ folder")
+    return source
+
+
+def copy_solutions(source, dest, quiet: bool = False) -> list[Path]:
+    """Copy the instructor pack (`source`'s nbNN.py files and README.md) into `dest`/solutions.
+
+    The same rule as the notebooks: a file already there is never overwritten; if it differs, the pack's
+    version goes beside it as NAME.new.py."""
+    source = solutions_source(source)
+    files = sorted(source.glob("nb[0-9][0-9].py")) + sorted(source.glob("README.md"))
+    return _copy_all(files, Path(dest).expanduser() / "solutions", "solutions", quiet)
+
+
 def copy_notebooks(dest, quiet: bool = False) -> list[Path]:
     """Copy the shipped notebooks into `dest` (created if needed); never overwrite one already there.
 
@@ -53,14 +84,18 @@ def copy_notebooks(dest, quiet: bool = False) -> list[Path]:
     `NAME.new.ipynb` beside the reader's, which stays as it is; if an edited `NAME.new.ipynb` is there
     already, it stays too and the shipped version goes to `NAME.new-2.ipynb`).
     """
-    dest = Path(dest).expanduser()
+    return _copy_all(packaged_notebooks(), Path(dest).expanduser(), "bertlab notebooks", quiet)
+
+
+def _copy_all(sources: list[Path], dest: Path, label: str, quiet: bool) -> list[Path]:
+    """Copy each of `sources` into `dest` without overwriting; say what happened; return the paths in dest."""
     if dest.exists() and not dest.is_dir():
         raise NotADirectoryError(f"{dest} exists and is not a folder")
     dest.mkdir(parents=True, exist_ok=True)
     say = (lambda *a: None) if quiet else print
     copied, same, kept = 0, 0, []
     paths = []
-    for src in packaged_notebooks():
+    for src in sources:
         target = dest / src.name
         paths.append(target)
         if not target.exists():
@@ -70,7 +105,7 @@ def copy_notebooks(dest, quiet: bool = False) -> list[Path]:
             same += 1
         else:
             kept.append((target, _write_beside(src, target)))
-    say(f"bertlab notebooks in {dest}: {copied} copied, {same} already there"
+    say(f"{label} in {dest}: {copied} copied, {same} already there"
         + (f", {len(kept)} kept as you left them" if kept else ""))
     for target, newer in kept:
         first = _beside(target, 1)
@@ -81,8 +116,9 @@ def copy_notebooks(dest, quiet: bool = False) -> list[Path]:
 
 
 def _beside(target: Path, k: int) -> Path:
-    """NAME.new.ipynb, then NAME.new-2.ipynb, NAME.new-3.ipynb, ...: where the shipped version of `target` may go."""
-    return target.with_name(target.name[: -len(".ipynb")] + (".new.ipynb" if k == 1 else f".new-{k}.ipynb"))
+    """NAME.new.ipynb, then NAME.new-2.ipynb, NAME.new-3.ipynb, ...: where the shipped version of `target` may go
+    (NAME.new.py ... for a solution)."""
+    return target.with_name(target.stem + (".new" if k == 1 else f".new-{k}") + target.suffix)
 
 
 def _write_beside(src: Path, target: Path) -> Path:
@@ -147,8 +183,11 @@ def check_port(port) -> int:
     return port
 
 
-def main(dest=None, no_browser: bool = False, port: int | None = None) -> int:
+def main(dest=None, no_browser: bool = False, port: int | None = None, solutions=None) -> int:
     """Copy the notebooks into `dest` (default ./bertlab-notebooks), then replace this process with JupyterLab.
+
+    With `solutions` (a folder, or "" for the checkout's solutions/), the instructor pack is copied into
+    `dest`/solutions too; a missing pack is an error (2) before anything is copied.
 
     Returns (without copying anything) 1 with a message naming the install command when JupyterLab is not
     installed, 2 with a message for a bad `port`; otherwise it does not return.
@@ -165,7 +204,11 @@ def main(dest=None, no_browser: bool = False, port: int | None = None) -> int:
         return 1
     dest = Path(dest if dest is not None else DEFAULT_DIR).expanduser().resolve()
     try:
+        if solutions is not None:
+            solutions_source(solutions)             # a wrong folder fails before anything is copied
         paths = copy_notebooks(dest)
+        if solutions is not None:
+            copy_solutions(solutions, dest)
     except (OSError, FileNotFoundError) as e:
         print(f"bertlab lab: error: {e}", file=sys.stderr)
         return 2

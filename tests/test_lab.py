@@ -122,6 +122,7 @@ def test_the_wheel_contains_the_notebooks(tmp_path):
         shutil.copy(REPO / name, src / name)
     shutil.copytree(REPO / "bertlab", src / "bertlab", symlinks=True, ignore=ignore)
     shutil.copytree(REPO / "notebooks", src / "notebooks", ignore=ignore)
+    shutil.copytree(REPO / "solutions", src / "solutions", ignore=ignore)     # as in a checkout: beside the package
     assert (src / "bertlab" / "notebooks").is_symlink()
     result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                              "--no-index", "-q", "-w", str(tmp_path / "dist"), str(src)],
@@ -131,4 +132,56 @@ def test_the_wheel_contains_the_notebooks(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     shipped = sorted(n.rsplit("/", 1)[1] for n in names if n.startswith("bertlab/notebooks/"))
     assert shipped == REPO_NOTEBOOKS            # every notebook, and nothing else (no conftest.py)
-    assert "bertlab/lab.py" in names
+    assert "bertlab/lab.py" in names and "bertlab/course/registry.py" in names
+    # the instructor pack stays out: a learner's pip install must not carry the answers
+    assert not [n for n in names if "solutions" in n.lower()], [n for n in names if "solutions" in n.lower()]
+    pack = {p.read_bytes() for p in (REPO / "solutions").glob("nb*.py")}
+    with zipfile.ZipFile(wheel) as z:
+        assert pack and not [n for n in names if z.read(n) in pack], "a solution file is inside the wheel"
+
+
+# ---- the instructor pack: `bertlab lab DIR --solutions SOURCE` -------------------------------------------
+
+SOLUTIONS = sorted(p.name for p in (REPO / "solutions").glob("nb[0-9][0-9].py"))
+
+
+def test_the_solutions_are_copied_beside_the_notebooks_and_never_over_a_teachers_edit(tmp_path, capsys):
+    dest = tmp_path / "class"
+    paths = lab.copy_solutions(REPO / "solutions", dest)
+    assert SOLUTIONS and [p.name for p in paths] == SOLUTIONS + ["README.md"]
+    assert all(p.parent == dest / "solutions" for p in paths)
+    assert (dest / "solutions" / SOLUTIONS[0]).read_bytes() == (REPO / "solutions" / SOLUTIONS[0]).read_bytes()
+    assert "solutions in" in capsys.readouterr().out
+    mine = dest / "solutions" / SOLUTIONS[0]
+    mine.write_text("# my own answers\n")
+    lab.copy_solutions(REPO / "solutions", dest)
+    assert mine.read_text() == "# my own answers\n"
+    newer = mine.with_name(mine.stem + ".new.py")
+    assert newer.read_bytes() == (REPO / "solutions" / SOLUTIONS[0]).read_bytes()
+
+
+def test_a_folder_without_solutions_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="holds no solutions"):
+        lab.copy_solutions(tmp_path, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    assert lab.solutions_source("") == REPO / "solutions"          # a checkout: --solutions alone finds its own
+
+
+def test_lab_with_solutions_copies_both_then_starts(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("jupyterlab")
+    started = []
+    monkeypatch.setattr(os, "execv", lambda path, args: started.append(args))
+    monkeypatch.setattr(subprocess, "call", lambda args, cwd: started.append(args) or 0)
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["lab", "nb", "--no-browser", "--solutions", str(REPO / "solutions")]) == 0
+    assert started and sorted(p.name for p in (tmp_path / "nb" / "solutions").glob("nb*.py")) == SOLUTIONS
+    started.clear()
+    assert cli_main(["lab", "other", "--solutions", str(tmp_path / "nowhere")]) == 2
+    assert not started and not (tmp_path / "other").exists() and "holds no solutions" in capsys.readouterr().err
+
+
+def test_lab_help_names_the_solutions_option(capsys):
+    with pytest.raises(SystemExit):
+        cli_main(["lab", "--help"])
+    text = capsys.readouterr().out
+    assert "--solutions" in text and "SRC" in text and "installed package" in text

@@ -19,7 +19,8 @@ from .neuron_view import neuron_view, neuron_view_html
 from .replay import SnapshotReplay, intra_similarity_figure, snapshot_figure
 from .export import export  # noqa: E402  (the function shadows its module: bertlab.viz.export(fig, "f.svg"))
 from .widgets import (AttentionExplorer, ContextExplorer, ContextSearch, EmbeddingSumExplorer, HeadAblation,
-                      MaskingLab, MaskPlayground, MinimalPairs, NeuronExplorer, NSPExplorer, SaliencyExplorer)
+                      MaskingLab, MaskPlayground, MinimalPairs, NeuronExplorer, NSPExplorer, Predict, Quiz,
+                      SaliencyExplorer)
 
 __all__ = [
     # figures
@@ -36,4 +37,6 @@ __all__ = [
     "AttentionExplorer", "MaskPlayground", "MaskingLab", "EmbeddingSumExplorer", "NSPExplorer",
     "ContextExplorer", "HeadAblation", "NeuronExplorer", "SaliencyExplorer", "ContextSearch", "MinimalPairs",
     "SnapshotReplay",
+    # the course: predict before a reveal, a quiz at the end
+    "Predict", "Quiz",
 ]

@@ -14,6 +14,10 @@ One module per lesson widget, on a shared base (base.py: the model menu, the mes
     SaliencyExplorer(text, model)               a [MASK]'s attribution beside attention and rollout
     ContextSearch(text, word, model)            exBERT's search: corpus sentences using the word the same way
     MinimalPairs(text_a, text_b, model)         one word changed: the [MASK] shift, then patching on a click
+    Predict(question, choices, answer)          commit to a prediction; only then the result shows beside it
+    Quiz([(question, [(option, correct, why)])]) multiple choice, every option explained once answered
+
+Predict and Quiz need no model, so they stand on their own minimal base (a `view` VBox), not on base.py.
 
     w = AttentionExplorer("The river bank was muddy.", model="minilm")
     w.layer.value = 3                  # the heatmap now shows layer 3
@@ -39,7 +43,9 @@ from .masked_lm import MaskPlayground
 from .masking import MaskingLab
 from .minimal_pairs import MinimalPairs
 from .nsp import NSPExplorer
+from .predict import Predict
+from .quiz import Quiz
 
 __all__ = ["Widget", "AttentionExplorer", "MaskPlayground", "MaskingLab", "EmbeddingSumExplorer", "NSPExplorer",
-           "ContextExplorer", "HeadAblation", "NeuronExplorer", "SaliencyExplorer", "ContextSearch", "MinimalPairs", "load_model", "model_options", "MODEL_NAMES", "DISPLAY_NAMES",
+           "ContextExplorer", "HeadAblation", "NeuronExplorer", "SaliencyExplorer", "ContextSearch", "MinimalPairs", "Predict", "Quiz", "load_model", "model_options", "MODEL_NAMES", "DISPLAY_NAMES",
            "WITH_HEADS", "WIDE", "LOADED"]

@@ -1,0 +1,20 @@
+"""The course: `check(exercise, answer)` says whether an exercise's answer is right, and if not what kind of
+wrong, without ever giving the answer; `hint(exercise, level)` gives hints in tiers.
+
+    import bertlab
+    bertlab.check("00.1", answer)           # ✓, or ✗ with the kind of mistake
+    bertlab.hint("00.1")                    # a nudge; level=2, 3 ... say more
+    bertlab.course.exercises("04")          # every checkable exercise of notebook 04, with its tags
+
+Each notebook's checks live in their own module, nbNN.py, registered with `registry.exercise` (its
+docstring says how to write one and how answers are kept unreadable). A new notebook's checks: a new file
+nbNN.py, and one import line below. The answers themselves, in the clear, are the instructor pack in the
+repository's solutions/ folder, which is not part of the installed package.
+"""
+
+from .registry import Exercise, Hint, Result, check, exercises, get, hint
+
+# one line per notebook: importing a module registers its exercises
+from . import nb00  # noqa: E402,F401
+
+__all__ = ["check", "hint", "exercises", "get", "Exercise", "Result", "Hint"]

@@ -1,0 +1,304 @@
+"""The exercise registry: what `bertlab.check` and `bertlab.hint` look exercises up in.
+
+An exercise is a check function registered under an id "NN.K" (notebook NN, exercise K) with its metadata:
+
+    from .registry import exercise, right, wrong, not_a
+
+    @exercise("01.2", "How many tokens does the model read?", difficulty=1, importance=2, minutes=5,
+              expects="an int", hints=["...", "...", "close to the solution"])
+    def _(answer):
+        if (bad := not_a(answer, int)):
+            return bad
+        n = len(tokenizer("...").tokens)            # the right answer, computed now: never stored
+        if answer == n:
+            return right("the [CLS] and [SEP] count too: the model reads them like any token")
+        if answer == n - 2:
+            return wrong("you left out [CLS] and [SEP]", kind="counted without [CLS]/[SEP]")
+        return wrong("count every token the model reads", kind="off")
+
+The check function receives the learner's answer (never None: `check` answers "not answered yet" itself)
+and returns `right(...)` or `wrong(...)`. Its rules name the *kind* of mistake; its messages never print
+the right answer. The right answer is kept unreadable in one of three ways, whichever fits the question:
+
+1. computed at check time from the model, tokenizer or config (so there is no literal to read);
+2. a property check: the learner's function, or their pick (a layer and head, say), is run on inputs of
+   the check's own and judged by what it does;
+3. `matches(answer, digest)`: a salted SHA-256 of the normalised answer (for answers copied from the
+   paper, which no model can compute). Write a digest with `digest(exercise, answer)` in a Python shell;
+   the instructor pack (the repository's solutions/) holds the answers in the clear.
+
+Adding a notebook's exercises is one new file, `bertlab/course/nbNN.py`, full of `@exercise(...)` checks,
+and one line in `bertlab/course/__init__.py` that imports it (`from . import nbNN`). The registry refuses a
+second exercise with the same id, so two modules cannot silently shadow each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import math
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+__all__ = ["Exercise", "Result", "Hint", "UnknownExercise", "exercise", "right", "wrong", "not_a", "digest", "matches",
+           "normalise", "as_number", "ratio_kind", "loaded", "run_learner", "get", "exercises", "check", "hint",
+           "EXERCISES"]
+
+_ID = re.compile(r"^\d\d\.\d+$")
+_SALT = "bertlab-course/v1"
+
+
+@dataclass(frozen=True)
+class Result:
+    """What `check` says: right or not, and why. Truthy when right; prints as one line in a notebook."""
+
+    exercise: str
+    right: bool
+    message: str
+    kind: str | None = None      # the kind of mistake ("off by a factor", "counted [CLS]/[SEP]", ...) or None
+    answered: bool = True
+
+    def __bool__(self) -> bool:
+        return self.right
+
+    def __str__(self) -> str:
+        if not self.answered:
+            return f"… {self.exercise} not answered yet: {self.message}"
+        if self.right:
+            return f"✓ {self.exercise} right: {self.message}"
+        return f"✗ {self.exercise} not yet" + (f" ({self.kind})" if self.kind else "") + f": {self.message}"
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        color = "#1a7f37" if self.right else ("#6e7781" if not self.answered else "#cf222e")
+        return f'<div style="color:{color};font-weight:500">{html.escape(str(self))}</div>'
+
+
+@dataclass(frozen=True)
+class Hint:
+    """One tier of an exercise's hints; prints as text with its tier ("hint 2 of 3")."""
+
+    exercise: str
+    level: int
+    levels: int
+    text: str
+
+    def __str__(self) -> str:
+        more = (f" (hint({self.exercise!r}, level={self.level + 1}) says more)" if self.level < self.levels
+                else " (the last hint: the next step is the solution)")
+        return f"hint {self.level} of {self.levels} for {self.exercise}: {self.text}{more}"
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        return f'<div style="color:#0969da">{html.escape(str(self))}</div>'
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One checkable exercise: its id, what the notebook calls it, its tags, its hints and its check."""
+
+    id: str
+    title: str
+    difficulty: int              # 1 (a few lines, following the notebook) … 3 (a small project of your own)
+    importance: int              # 1 (a detour) … 3 (the idea the notebook is about)
+    minutes: int
+    expects: str                 # what kind of answer the check takes, said to a learner who passes the wrong one
+    hints: tuple[str, ...]
+    rule: Callable[[Any], "Result"] = field(repr=False)
+
+    @property
+    def notebook(self) -> str:
+        return self.id.split(".")[0]
+
+
+EXERCISES: dict[str, Exercise] = {}
+
+
+class UnknownExercise(KeyError):
+    """No exercise has this id; the message lists those that do (a KeyError, printed as plain text)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def exercise(id: str, title: str, *, difficulty: int, importance: int, minutes: int, expects: str,
+             hints) -> Callable:
+    """Register the decorated function as the check of exercise `id` (see the module docstring)."""
+    if not isinstance(id, str) or not _ID.match(id):
+        raise ValueError(f"exercise id {id!r} must read 'NN.K' (notebook NN, exercise K), e.g. '04.3'")
+    for name, value in (("difficulty", difficulty), ("importance", importance)):
+        if value not in (1, 2, 3):
+            raise ValueError(f"{id}: {name} must be 1, 2 or 3, got {value!r}")
+    hints = tuple(hints)
+    if not hints or not all(isinstance(h, str) and h.strip() for h in hints):
+        raise ValueError(f"{id}: give at least one hint, each a non-empty str (the last close to the solution)")
+
+    def register(rule: Callable) -> Callable:
+        if id in EXERCISES:
+            raise ValueError(f"exercise {id} is registered twice (by {EXERCISES[id].rule.__module__} and "
+                             f"{rule.__module__}): give the new one the next free number")
+        EXERCISES[id] = Exercise(id, title, difficulty, importance, minutes, expects, hints, rule)
+        return rule
+
+    return register
+
+
+# ---- what a rule returns -------------------------------------------------------------------------------
+
+class _Verdict:
+    """What a rule returns; `check` turns it into a Result carrying the exercise id."""
+
+    def __init__(self, is_right: bool, message: str, kind: str | None = None):
+        self.right, self.message, self.kind = is_right, message, kind
+
+
+def right(message: str = "well done") -> _Verdict:
+    return _Verdict(True, message)
+
+
+def wrong(message: str, kind: str | None = None) -> _Verdict:
+    """Not right: `message` says what to look at again, `kind` names the mistake; neither gives the answer."""
+    return _Verdict(False, message, kind)
+
+
+def not_a(answer, *types, what: str | None = None) -> _Verdict | None:
+    """A `wrong` verdict when `answer` is not one of `types` (bool never counts as int), else None."""
+    ok = isinstance(answer, types) and not (isinstance(answer, bool) and bool not in types)
+    if ok:
+        return None
+    wanted = what or " or ".join(t.__name__ for t in types)
+    return wrong(f"this exercise takes {wanted}, got {type(answer).__name__} {_short(answer)}", kind="wrong type")
+
+
+def as_number(answer) -> float | None:
+    """`answer` as a float when it is a real number (int, float, a 0-d tensor or numpy scalar), else None."""
+    if isinstance(answer, bool):
+        return None
+    if isinstance(answer, (int, float)):
+        return float(answer)
+    item = getattr(answer, "item", None)
+    if callable(item) and getattr(answer, "ndim", 1) == 0:
+        try:
+            value = item()
+        except Exception:       # noqa: BLE001 -- anything that does not give a number is not a number
+            return None
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return None
+
+
+def ratio_kind(answer: float, truth: float, factors=(2, 3, 4, 8, 10, 12, 100, 1000, 1e6)) -> str | None:
+    """'off by a factor of F' when answer ≈ truth × F or truth / F (within 2 %), else None."""
+    if truth == 0 or answer == 0 or not math.isfinite(answer):
+        return None
+    r = answer / truth
+    for f in factors:
+        for target, word in ((f, "too large"), (1 / f, "too small")):
+            if abs(r / target - 1) < 0.02:
+                return f"off by a factor of {f:g} ({word})"
+    return None
+
+
+def _short(answer) -> str:
+    text = repr(answer)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# ---- hashed answers --------------------------------------------------------------------------------------
+
+def normalise(answer) -> str:
+    """The form a hashed answer is compared in: str of it, Unicode NFKC, lower case, spaces squeezed,
+    surrounding quotes and a final full stop dropped ("  'CoLA'. " → "cola")."""
+    text = unicodedata.normalize("NFKC", str(answer)).strip().lower()
+    text = re.sub(r"\s+", " ", text)
+    text = re.sub(r"^[\s'\"`]+|[\s'\"`.]+$", "", text)
+    return text
+
+
+def digest(exercise: str, answer) -> str:
+    """The salted SHA-256 a rule stores instead of the answer (salted per exercise, so equal answers to two
+    exercises do not look alike)."""
+    return hashlib.sha256(f"{_SALT}|{exercise}|{normalise(answer)}".encode()).hexdigest()
+
+
+def matches(exercise: str, answer, digests) -> bool:
+    """Whether the normalised `answer` hashes to `digests` (one hex digest or several accepted ones)."""
+    digests = (digests,) if isinstance(digests, str) else tuple(digests)
+    return digest(exercise, answer) in digests
+
+
+# ---- the public functions ---------------------------------------------------------------------------------
+
+def loaded(name: str) -> tuple:
+    """`bertlab.load(name, device="cpu")`, once per process, in eval mode: the model a check computes with."""
+    if name not in _LOADED:
+        from ..checkpoint import load
+        model, tokenizer = load(name, device="cpu")
+        _LOADED[name] = (model.eval(), tokenizer)
+    return _LOADED[name]
+
+
+_LOADED: dict[str, tuple] = {}
+
+
+def run_learner(fn, *args):
+    """(fn(*args), None), or (None, a `wrong` verdict saying what the learner's function raised)."""
+    try:
+        return fn(*args), None
+    except Exception as e:      # noqa: BLE001 -- the learner's code may raise anything; say what, do not crash
+        return None, wrong(f"your function raised {type(e).__name__}: {e}", kind="your function failed")
+
+
+def exercises(notebook: str | int | None = None) -> list[Exercise]:
+    """Every registered exercise in id order, or only notebook `notebook`'s ("04" or 4)."""
+    items = sorted(EXERCISES.values(), key=lambda e: (e.notebook, int(e.id.split(".")[1])))
+    if notebook is None:
+        return items
+    nn = f"{int(notebook):02d}" if not isinstance(notebook, str) else notebook.zfill(2)
+    return [e for e in items if e.notebook == nn]
+
+
+def get(exercise: str) -> Exercise:
+    """The exercise registered as `exercise`, or an error listing the ones that exist."""
+    if not isinstance(exercise, str):
+        raise TypeError(f"the exercise is named by its id, a str such as '04.3' (notebook 04, exercise 3), "
+                        f"got {type(exercise).__name__} {_short(exercise)}")
+    key = exercise.strip()
+    if re.fullmatch(r"\d\.\d+", key):        # "4.3" means "04.3"
+        key = "0" + key
+    if key not in EXERCISES:
+        known = ", ".join(sorted(EXERCISES))
+        raise UnknownExercise(f"there is no exercise {exercise!r}: the checkable exercises are {known}")
+    return EXERCISES[key]
+
+
+def check(exercise: str, answer) -> Result:
+    """Whether `answer` is right for `exercise` ("NN.K"), and if not, what kind of wrong; never the answer.
+
+    `answer` is whatever the exercise asks for (a number, a word, a (layer, head) pair, or a function,
+    which the check runs on inputs of its own). None means "not answered yet" and is not an error, so a
+    notebook's `answer = None` cell runs unattended.
+    """
+    ex = get(exercise)
+    if answer is None or answer is ...:
+        return Result(ex.id, False, f"replace None with {ex.expects}, then run the cell again "
+                                    f"(stuck? bertlab.hint({ex.id!r}))", answered=False)
+    verdict = ex.rule(answer)
+    if not isinstance(verdict, _Verdict):
+        raise TypeError(f"the check of {ex.id} returned {verdict!r}: a rule returns right(...) or wrong(...)")
+    message = verdict.message
+    if not verdict.right:
+        message += f" (stuck? bertlab.hint({ex.id!r}))"
+    return Result(ex.id, verdict.right, message, verdict.kind)
+
+
+def hint(exercise: str, level: int = 1) -> Hint:
+    """Hint number `level` (1 = a nudge … the last = close to the solution) for `exercise`."""
+    ex = get(exercise)
+    n = len(ex.hints)
+    if isinstance(level, bool) or not isinstance(level, int) or not 1 <= level <= n:
+        raise ValueError(f"exercise {ex.id} has hints 1 to {n}; got level={level!r}")
+    return Hint(ex.id, level, n, ex.hints[level - 1])
