@@ -1,7 +1,8 @@
 """Notebook 06 (pre-training live): answers to its checkable exercises, and known wrong answers.
 
-06.4 (the paper's peak, lr=1e-4), 06.5 (dropout off) and 06.6 (a longer run with a sentence of your own)
-are open on purpose: they are runs to watch and explain, with no single number to check.
+06.4 (resume with more steps: why the schedule jumps), 06.5 (the paper's peak, lr=1e-4) and 06.6 (a longer
+run with a sentence of your own) are open on purpose: they are runs to watch and explain, with no single
+number to check.
 """
 
 import math
