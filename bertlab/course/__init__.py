@@ -16,6 +16,10 @@ from .registry import Exercise, Hint, Result, check, exercises, get, hint
 
 # one line per notebook: importing a module registers its exercises
 from . import nb00  # noqa: E402,F401
+from . import nb01  # noqa: E402,F401
+from . import nb02  # noqa: E402,F401
+from . import nb03  # noqa: E402,F401
+from . import nb04  # noqa: E402,F401
 
 __all__ = ["check", "hint", "exercises", "get", "Exercise", "Result", "Hint"]
 

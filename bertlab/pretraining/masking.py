@@ -19,9 +19,10 @@ one generator state hides the same positions under every strategy and only their
 
 Two ways to choose, because the two famous recipes differ:
 
-- ``mode="dynamic"`` (RoBERTa, HuggingFace): every candidate token is chosen independently with
+- ``mode="dynamic"`` (HuggingFace's collator): every candidate token is chosen independently with
   probability 0.15, afresh for every batch, so the model sees a different masking of the same sentence
-  each epoch. The count per sequence varies.
+  each epoch (what RoBERTa calls dynamic masking: it is about *when* masks are drawn; RoBERTa's own code
+  draws a count of about 15 % per sequence, not a coin per token). The count per sequence varies.
 - ``mode="bert"`` (Google's original): exactly ``min(max_predictions, max(1, round(0.15 × n)))`` tokens per
   sequence, drawn without replacement. Google fixed this count because its TFRecords stored the masked
   positions in a fixed-size array of ``max_predictions_per_seq`` slots.

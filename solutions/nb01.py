@@ -1,0 +1,63 @@
+"""Notebook 01 (WordPiece): answers to its checkable exercises, and known wrong answers.
+
+Open on purpose (no check): 01.4 (vocabularies of 500 and 8,000: how the splits change), 01.5 (the
+likelihood score on Korean jamo), whose point is the explanation.
+"""
+
+import bertlab
+
+A, B = "The river bank was muddy.", "We sat on the grass."
+
+
+def _tok(name="minilm"):
+    return bertlab.load(name, device="cpu")[1]
+
+
+def ex_01_1():
+    """B's words and its closing [SEP]: 7."""
+    return sum(_tok()(A, B).token_type_ids)
+
+
+def wrong_01_1():
+    n = ex_01_1()
+    return [(n - 1, "[SEP]"), (n + 1, "A's [SEP]"), (len(_tok()(A, B)), "whole pair"), (5, "words"), ("7", "int")]
+
+
+def ex_01_2():
+    """One piece per jamo letter: 10."""
+    return len(_tok().tokenize("강아지를"))
+
+
+def wrong_01_2():
+    return [(4, "syllables"), (ex_01_2() + 2, "[CLS]/[SEP]"), (len(_tok("bertlab-tiny").tokenize("강아지를")), "tokenizer"),
+            (1, "")]
+
+
+def ex_01_3():
+    def first_subtokens(word_ids):
+        return [i for i, w in enumerate(word_ids) if w is not None and (i == 0 or word_ids[i - 1] != w)]
+    return first_subtokens
+
+
+def wrong_01_3():
+    def with_specials(word_ids):
+        return [i for i, w in enumerate(word_ids) if i == 0 or word_ids[i - 1] != w]
+
+    def without_cls(word_ids):
+        return [i - 1 for i in ex_01_3()(word_ids)]
+
+    def last(word_ids):
+        return [i for i, w in enumerate(word_ids) if w is not None and (i + 1 == len(word_ids) or word_ids[i + 1] != w)]
+
+    def unique(word_ids):                   # one position per word id: loses B's words in a pair
+        seen, out = set(), []
+        for i, w in enumerate(word_ids):
+            if w is not None and w not in seen:
+                seen.add(w)
+                out.append(i)
+        return out
+
+    def crashes(word_ids):
+        return word_ids.index(None, 1) / 0
+    return [(with_specials, "[CLS]/[SEP]"), (without_cls, "off by one"), (last, "last piece"), (unique, "missing"),
+            (crashes, "raised"), ([1, 2], "function")]

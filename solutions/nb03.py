@@ -1,0 +1,73 @@
+"""Notebook 03 (self-attention): answers to its checkable exercises, and known wrong answers.
+
+Open on purpose (no check): 03.4 (BatchNorm with a batch of one: what happens and why) and 03.5 (zero the
+next-token head and measure how far the vectors move), whose point is the explanation.
+"""
+
+import math
+
+import torch
+
+import bertlab
+
+TEXT = "The river bank was muddy after the rain."
+
+
+def ex_03_1():
+    def my_attention(q, k, v):
+        w = (q @ k.T / math.sqrt(q.shape[-1])).softmax(dim=-1)       # (T_q, T_k): each row sums to 1
+        return w, w @ v                                                # (T_q, d_k)
+    return my_attention
+
+
+def wrong_03_1():
+    def unscaled(q, k, v):
+        w = (q @ k.T).softmax(-1)
+        return w, w @ v
+
+    def by_d(q, k, v):
+        w = (q @ k.T / q.shape[-1]).softmax(-1)
+        return w, w @ v
+
+    def columns(q, k, v):
+        w = (q @ k.T / math.sqrt(q.shape[-1])).softmax(0)
+        return w, w @ v
+
+    def only_weights(q, k, v):
+        return ex_03_1()(q, k, v)[0]
+    return [(unscaled, "1/√d_k"), (by_d, "by d_k"), (columns, "wrong dimension"), (only_weights, "two tensors")]
+
+
+def _qk():
+    model, tokenizer = bertlab.load("minilm", device="cpu")
+    model.eval()
+    with torch.no_grad():
+        _, cache = model.run_with_cache(**tokenizer(TEXT))
+    p = "encoder.layer.0.attention.self."
+    return cache[p + "hook_q"], cache[p + "hook_k"]
+
+
+def ex_03_2():
+    """Each row's largest weight, averaged over the rows, with no scaling (about 0.66; 0.26 scaled)."""
+    q, k = _qk()
+    return float((q[0, 3] @ k[0, 3].T).softmax(-1).max(-1).values.mean())
+
+
+def wrong_03_2():
+    q, k = _qk()
+    scores = q[0, 3] @ k[0, 3].T
+    return [(float((scores / math.sqrt(32)).softmax(-1).max(-1).values.mean()), "still scaled"),
+            (float(scores.softmax(-1).max()), "whole table"), (1.0, ""), (ex_03_2() * 100, "percentage"),
+            ("big", "number")]
+
+
+def ex_03_3():
+    _, tokenizer = bertlab.load("minilm", device="cpu")
+    return len(tokenizer("The river bank was muddy.", "We sat on the grass.")) - 1
+
+
+def wrong_03_3():
+    _, tokenizer = bertlab.load("minilm", device="cpu")
+    enc = tokenizer("The river bank was muddy.", "We sat on the grass.")
+    return [(0, "[CLS]"), (enc.tokens.index("[SEP]"), "only A"), (len(enc), "off by one"), (ex_03_3() - 2, "part of B"),
+            ("last", "int")]
