@@ -86,6 +86,6 @@ def wrong_10_3():
     model, tokenizer = bertlab.load("bertlab-mini", device="cpu")
     s = bertlab.head_importance(model.eval(), tokenizer, "Tom went to the [MASK] to open a savings account.",
                                 targets=["bank"]).scores
-    low = divmod(int(s.argmin()), s.shape[1])
-    return [(divmod(int(s.argmax()), s.shape[1]), "the most important"), ((0, 0), "not the most" if s[0, 0] < 0 else "does not lower"),
+    return [(divmod(int(s.argmax()), s.shape[1]), "the most important"),
+            ((0, 0), "not the most" if s[0, 0] < 0 else "does not lower"),
             ((6, 0), "no such head"), ("4, 11", "pair of ints")]

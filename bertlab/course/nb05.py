@@ -8,7 +8,6 @@ needs it to beat the notebook's shared-word rule there. No answer is stored.
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import torch
