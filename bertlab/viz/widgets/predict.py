@@ -120,7 +120,9 @@ class Predict:
         return abs(value - r) <= self.tolerance * max(abs(r), 1e-12)
 
     def _say(self, text: str, error: bool = False) -> None:
-        self.reveal.value = f'<div style="color:{"#9f1c1c" if error else "#33475b"}">{markup(text)}</div>'
+        # a nudge, not a failure: amber, not the red error line of the model widgets (the browser test
+        # flags that red as a broken widget)
+        self.reveal.value = f'<div style="color:{"#8a4b00" if error else "#33475b"}">{markup(text)}</div>'
 
 
 def _fmt(value, unit: str = "") -> str:
