@@ -19,8 +19,9 @@ NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 WITH_EXERCISES = sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb") if bertlab.course.exercises(p.name[:2]))
 
 
-def cells(path):
-    return [("".join(c["source"]), c["cell_type"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]]
+def cells(path, with_metadata=False):
+    raw = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return [("".join(c["source"]), c["cell_type"]) + ((c.get("metadata", {}),) if with_metadata else ()) for c in raw]
 
 
 def test_the_first_notebooks_have_checkable_exercises():
@@ -58,8 +59,10 @@ def test_exercises_are_tagged_and_the_checks_match_the_registry(path):
 @pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
 def test_the_quiz_has_four_to_six_explained_questions(path):
     pytest.importorskip("ipywidgets")
-    quiz_cells = [s for s, t in cells(path) if t == "code" and "Quiz(" in s]
+    quiz_cells = [(s, m) for s, t, m in cells(path, with_metadata=True) if t == "code" and "Quiz(" in s]
     assert len(quiz_cells) == 1, path.name
+    assert quiz_cells[0][1].get("jupyter", {}).get("source_hidden"), "hide the quiz's code: it holds the answers"
+    quiz_cells = [quiz_cells[0][0]]
     tree = ast.parse(quiz_cells[0])
     *body, last = tree.body
     namespace: dict = {}

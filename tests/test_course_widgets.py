@@ -30,11 +30,14 @@ def test_predict_a_number_within_tolerance_matches():
     p = Predict("how many?", number=True, answer=110.0, tolerance=0.1, unit="M")
     p.commit.click()
     assert not p.committed and "type a number" in p.reveal.value
-    p.choice.value = 105
+    p.choice.value = "a hundred"                       # not a number: a nudge, still not committed
     p.commit.click()
-    assert p.matched and "110" in p.reveal.value and "105" in p.reveal.value
+    assert not p.committed and "type a number" in p.reveal.value
+    p.choice.value = "105"
+    p.commit.click()
+    assert p.matched and p.prediction == 105.0 and "110" in p.reveal.value and "105" in p.reveal.value
     q = Predict("how many?", number=True, answer=110.0, tolerance=0.1)
-    q.choice.value = 50
+    q.choice.value = "1,050"
     q.commit.click()
     assert q.matched is False
 
@@ -62,7 +65,7 @@ QUESTIONS = [("Why mask?", [("to see both sides", True, "the masked word cannot 
 
 
 def test_a_quiz_answer_explains_every_option_and_locks():
-    q = Quiz(QUESTIONS, title="test")
+    q = Quiz(QUESTIONS, title="test", shuffle=False)
     assert all(fb.value == "" for fb in q.feedback) and q.score == (0, 0, 2)
     assert q.answer(0, 1) is False
     shown = q.feedback[0].value
@@ -74,6 +77,18 @@ def test_a_quiz_answer_explains_every_option_and_locks():
     assert q.score == (1, 2, 2) and "1 of 2 right" in q.summary.value and "340 M" in q.feedback[1].value
     with pytest.raises(IndexError, match="questions 0 to 1"):
         q.answer(5, 0)
+
+
+def test_quiz_options_are_shuffled_the_same_way_every_time():
+    many = [(f"question {n}?", [("right", True, "yes")] + [(f"wrong {k}", False, "no") for k in range(3)])
+            for n in range(12)]
+    first = [[o[0] for o in options] for _, options in Quiz(many).questions]
+    assert first == [[o[0] for o in options] for _, options in Quiz(many).questions]     # stable
+    assert len({row.index("right") for row in first}) > 1        # the right option is not always in one place
+    assert sorted(first[0]) == sorted(o[0] for o in many[0][1])  # nothing lost
+    q = Quiz(many)
+    k = [o[0] for o in q.questions[0][1]].index("right")
+    assert q.answer(0, k) is True and "your answer" in q.feedback[0].value
 
 
 @pytest.mark.parametrize("questions, words", [([], "list of"),

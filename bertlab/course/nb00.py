@@ -132,7 +132,7 @@ def _(answer):
 
 
 @exercise("00.3", "MiniLM has no [SEP] head: how much weight does its most [SEP]-minded head give [SEP]?",
-          difficulty=2, importance=1, minutes=10,
+          difficulty=1, importance=1, minutes=10,
           expects="a float between 0 and 1 (two decimals are enough)",
           hints=["For the notebook's sentence, take each head's rows for the words (not [CLS] or [SEP]) and "
                  "their weight in the [SEP] column, the last one.",

@@ -357,6 +357,41 @@ def _drive_a_widget(page, areas, tries: int = 3):
     pytest.fail(f"driving a widget changed nothing that a person would see; tried: {', '.join(tried)}")
 
 
+def _answer_course_widgets(page) -> list[str]:
+    """Commit a prediction and answer a quiz question, as a learner does, and see each reveal.
+
+    The generic driver above may press a Predict's commit button with nothing chosen (it then only nudges);
+    here a choice is made first, so the result and the prediction show side by side, and a quiz answer
+    shows every option explained. Returns what was done."""
+    done = []
+    predicts = page.locator(f"{NB} {WIDGET_AREA}", has_text="Predict first.")
+    for i in range(predicts.count()):
+        area = predicts.nth(i)
+        commit = area.locator("button:not([disabled])", has_text="commit my prediction")
+        if commit.count() == 0:
+            continue
+        radios = area.locator(".widget-radio-box input[type=radio]")
+        if radios.count():
+            radios.first.check()
+        else:
+            area.locator(".widget-text input[type=text]").first.fill("1")
+        commit.click()
+        area.get_by_text("you predicted").wait_for(timeout=60_000)
+        text = area.inner_text()
+        assert "the result:" in text and ("as you predicted" in text or "not what you predicted" in text), text
+        done.append("committed a prediction")
+        break
+    quizzes = page.locator(f"{NB} {WIDGET_AREA}", has_text="check your understanding")
+    if quizzes.count():
+        area = quizzes.first
+        area.locator(".widget-radio-box input[type=radio]").first.check()
+        area.get_by_text("your answer").wait_for(timeout=30_000)
+        text = area.inner_text()
+        assert "✓" in text and "✗" in text and "answered right" in text, text      # every option marked
+        done.append("answered a quiz question")
+    return done
+
+
 NEURON_VIEW_TITLES = {"Query q", "Key k", "q × k (elementwise)", "q ∙ k", "Softmax", "No token selected"}
 
 
@@ -450,8 +485,12 @@ def test_notebook_in_browser(notebook, lab, lab_page, network, screenshot_dir, r
         assert driven, ("no widget to drive: every notebook should let the reader change something (a slider, "
                         "a text box, a button) and see the result")
         what, before, after, area = driven[0]
-        t_drive = time.monotonic()
         seen = check("after driving every widget")
+        course = _answer_course_widgets(page)
+        if course:
+            driven.append(("; ".join(course), None, None, None))
+            seen = check("after committing a prediction and answering the quiz")
+        t_drive = time.monotonic()
 
         # screenshots: the driven widget, and the whole notebook (the mouse off every figure: no plotly toolbar)
         stem = Path(notebook).stem

@@ -4,7 +4,7 @@
                 choices=["door", "window", "room", "car"],
                 answer=lambda: bertlab.fill_mask(mini, mini_tok, "She opened the [MASK] and walked in.").guesses[0][0].token)
     p                                   # shows the question; nothing about the answer
-    p.choice.value = "window"           # what a click does
+    p.choice.value = "window"           # what a click does (a number question's box takes text: "12")
     p.commit.click()                    # now (and only now) `answer` runs and the reveal shows
     p.result, p.matched                 # 'door', False
 
@@ -66,8 +66,9 @@ class Predict:
         if choices is not None:
             self.choice = W.RadioButtons(options=choices, value=None, layout=W.Layout(width="auto"))
             box = self.choice
-        else:
-            self.choice = W.FloatText(value=math.nan, description=unit or "", layout=W.Layout(width="240px"))
+        else:               # a text box, not FloatText: a number box cannot start empty (NaN is not valid JSON)
+            self.choice = W.Text(value="", placeholder="your number", description=unit or "",
+                                 layout=W.Layout(width="240px"))
             box = self.choice
         self.commit = W.Button(description="commit my prediction", button_style="primary", icon="lock",
                                layout=W.Layout(width="auto"))
@@ -90,9 +91,12 @@ class Predict:
         if self.choices is not None and value is None:
             self._say("pick one of the options first: the result shows once you have committed", error=True)
             return
-        if self.number and (value is None or not math.isfinite(value)):
-            self._say("type a number first: the result shows once you have committed", error=True)
-            return
+        if self.number:
+            value = _number(value)
+            if value is None:
+                self._say("type a number first (such as 12 or 0.5): the result shows once you have committed",
+                          error=True)
+                return
         try:
             result = self._answer() if callable(self._answer) else self._answer
         except Exception as e:          # noqa: BLE001 -- a widget shows a message, never a traceback
@@ -123,6 +127,18 @@ class Predict:
         # a nudge, not a failure: amber, not the red error line of the model widgets (the browser test
         # flags that red as a broken widget)
         self.reveal.value = f'<div style="color:{"#8a4b00" if error else "#33475b"}">{markup(text)}</div>'
+
+
+def _number(text) -> float | None:
+    """The number typed in the box ("1,234", "0.5", "12 %" all read), or None."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text) if math.isfinite(text) else None
+    cleaned = str(text).replace(",", "").replace("_", "").replace("%", "").strip()
+    try:
+        value = float(cleaned)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 def _fmt(value, unit: str = "") -> str:

@@ -14,10 +14,17 @@
 Why every option is explained, not only the right one: a wrong option a learner picked is a belief they
 hold, and the explanation of why it is wrong is the part of the quiz that teaches (the HuggingFace course
 does the same). An answer is final, so the score means something: the options lock once one is chosen.
+
+The options are shown shuffled (`shuffle=True`), so an author may write the right one first without the
+position giving it away; the order is fixed per question (seeded by its text), so every reader and every
+test sees the same one. `q.questions` holds them in the order shown. In a notebook, hide the quiz cell's
+source (JupyterLab: the cell's metadata `"jupyter": {"source_hidden": true}`), which spells out the answers.
 """
 
 from __future__ import annotations
 
+import random
+import zlib
 from typing import Sequence
 
 import ipywidgets as W
@@ -30,8 +37,11 @@ __all__ = ["Quiz"]
 class Quiz:
     """Questions, each with options (text, correct, why); choosing one shows every option's explanation."""
 
-    def __init__(self, questions: Sequence, title: str = "Quiz"):
+    def __init__(self, questions: Sequence, title: str = "Quiz", shuffle: bool = True):
         self.questions = self._validate(questions)
+        if shuffle:
+            for text, options in self.questions:
+                random.Random(zlib.crc32(text.encode("utf-8"))).shuffle(options)
         self.title = title
         self.choices: list[W.RadioButtons] = []
         self.feedback: list[W.HTML] = []
