@@ -1,0 +1,140 @@
+"""Notebook 07 (contextual embeddings): its checkable exercises.
+
+07.1 and 07.3 compute their answers at check time from MiniLM and the notebook's sentences; 07.2 runs the
+learner's pooling function on a padded batch of the check's own and compares it with a reference computed
+there. No answer is stored.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .registry import as_number, exercise, loaded, not_a, right, run_learner, wrong
+
+# the notebook's six sentences: the exercises are about its measurement
+_BANK = ["Grace walked along the muddy bank of the river.",
+         "We had a picnic on the grassy bank by the stream.",
+         "The canoe drifted toward the far bank of the lake.",
+         "Tom went to the bank to open a savings account.",
+         "The bank lends money to small shops in town.",
+         "She paid the cheque into her bank on Monday."]
+_UNCLEAR = "We met at the bank."
+_PADDED = ["A short one.", "This sentence is quite a bit longer than the first one.", "Middle length here, yes."]
+
+
+def _gaps():
+    """(same, different) mean cosine distance per layer for the notebook's bank sentences: each (L + 1,)."""
+    from ..probe import cosine_distances, word_vectors
+    model, tokenizer = loaded("minilm")
+    d = cosine_distances(word_vectors(model, tokenizer, _BANK, "bank", layer="all"))       # (L+1, 6, 6)
+    senses = [0, 0, 0, 1, 1, 1]
+    same = torch.tensor([[a == b for b in senses] for a in senses]) & ~torch.eye(6, dtype=torch.bool)
+    different = torch.tensor([[a != b for b in senses] for a in senses])
+    return d[:, same].mean(-1), d[:, different].mean(-1)
+
+
+def _layer(answer, n_layers):
+    if (bad := not_a(answer, int, what="an int: a row of the notebook's table, 0 (embeddings) to 6")):
+        return bad
+    if not 0 <= answer < n_layers:
+        return wrong(f"the table's rows are 0 (the embeddings) to {n_layers - 1}", kind="no such layer")
+    return None
+
+
+@exercise("07.1", "At which layer are the two senses of 'bank' furthest apart?", difficulty=1, importance=3,
+          minutes=5, expects="an int: the row of the same-vs-different table (0 = embeddings … 6) with the largest gap",
+          hints=["A large 'different sense' number alone is not enough: the last layer spreads every vector out.",
+                 "For each row, subtract the same-sense distance from the different-sense distance.",
+                 "int((different - same).argmax()) with the notebook's same_vs_different(distances, SENSES)"])
+def _(answer):
+    same, different = _gaps()
+    if (bad := _layer(answer, len(same))):
+        return bad
+    gap = different - same
+    truth = int(gap.argmax())
+    if answer == truth:
+        return right("a middle layer: context has sorted the senses there, and the last layer, trained for "
+                     "sentence similarity, spreads every vector out again")
+    if answer == int(different.argmax()):
+        return wrong("that row has the largest different-sense distance, but its same-sense distance is large too: "
+                     "the question is about the gap between them", kind="the largest distance, not the gap")
+    if answer == int((different / same)[1:].argmax()) + 1:
+        return wrong("that is the largest ratio; the question asks for the largest difference", kind="ratio, not gap")
+    if answer == 0:
+        return wrong("row 0 is the embeddings, before any context: the senses cannot be apart there",
+                     kind="no context yet")
+    return wrong("compute different − same for every row and take the row where it is largest", kind="off")
+
+
+@exercise("07.2", "Mean pooling that ignores padding", difficulty=2, importance=3, minutes=15,
+          expects="a function mean_pool(hidden, attention_mask) → (B, H): hidden is (B, T, H), attention_mask "
+                  "(B, T) with 1 for real tokens and 0 for padding",
+          hints=["A padded batch has [PAD] vectors at the end of the shorter rows; they must not count.",
+                 "Multiply the hidden states by the mask (as (B, T, 1)), sum over T, and divide by the number of "
+                 "real tokens in each row.",
+                 "m = attention_mask[..., None].float(); return (hidden * m).sum(1) / m.sum(1)"])
+def _(answer):
+    if not callable(answer):
+        return wrong(f"this exercise takes your function itself (mean_pool, without brackets), got "
+                     f"{type(answer).__name__}", kind="wrong type")
+    model, tokenizer = loaded("minilm")
+    batch = tokenizer.batch(_PADDED)
+    with torch.no_grad():
+        hidden = model(input_ids=batch.input_ids, token_type_ids=batch.token_type_ids,
+                       attention_mask=batch.attention_mask).last_hidden_state          # (3, T, 384)
+    mask = batch.attention_mask.clone()
+    out, bad = run_learner(answer, hidden.clone(), mask.clone())
+    if bad:
+        return bad
+    if not isinstance(out, torch.Tensor):
+        return wrong(f"return a tensor of shape (B, H), got {type(out).__name__}", kind="wrong type")
+    B, T, H = hidden.shape
+    if tuple(out.shape) != (B, H):
+        return wrong(f"the result should have one vector per sentence, shape (B, H) = ({B}, {H}); got "
+                     f"{tuple(out.shape)}", kind="wrong shape")
+    m = mask[..., None].float()
+    truth = (hidden * m).sum(1) / m.sum(1)
+    out = out.float()
+    if torch.allclose(out, truth, atol=1e-5):
+        return right("padding left out, every real token (with [CLS] and [SEP]) counted once: the pooling "
+                     "MiniLM was trained with")
+    if torch.allclose(out, hidden.mean(1), atol=1e-5):
+        return wrong("that averages over every position, [PAD] included: a short sentence in a long batch is "
+                     "pulled towards the padding vectors", kind="padding counted")
+    if torch.allclose(out, (hidden * m).sum(1), atol=1e-4):
+        return wrong("that is the sum; divide by the number of real tokens of each row", kind="not divided")
+    if torch.allclose(out, (hidden * m).sum(1) / T, atol=1e-5):
+        return wrong("divide by each row's number of real tokens, not by the padded length T", kind="divided by T")
+    if torch.allclose(out, hidden[:, 0], atol=1e-5):
+        return wrong("that is the [CLS] vector, not the mean", kind="[CLS] pooling")
+    return wrong("compare with the hints: mask, sum over tokens, divide by the real-token count", kind="off")
+
+
+@exercise("07.3", "How far is the unclear 'bank' from the money sentences at the last layer?", difficulty=2,
+          importance=2, minutes=10,
+          expects="a float: the mean cosine distance, at the last layer, from 'bank' in 'We met at the bank.' to "
+                  "'bank' in the three money sentences",
+          hints=["Add the sentence as a seventh to the notebook's six and compute word_vectors(..., layer='all') "
+                 "and cosine_distances again.",
+                 "The new sentence is row 6 of the (L + 1, 7, 7) distances; the money sentences are columns 3, 4 and 5.",
+                 "float(d[-1, 6, 3:6].mean()) with d = bertlab.cosine_distances(vectors of all seven)"])
+def _(answer):
+    x = as_number(answer)
+    if x is None:
+        return not_a(answer, float, what="a number (a mean cosine distance)")
+    from ..probe import cosine_distances, word_vectors
+    model, tokenizer = loaded("minilm")
+    d = cosine_distances(word_vectors(model, tokenizer, _BANK + [_UNCLEAR], "bank", layer="all"))   # (L+1, 7, 7)
+    money, river = d[-1, 6, 3:6].mean(), d[-1, 6, 0:3].mean()
+    if abs(x - money) < 5e-4:
+        closer = "money" if money < river else "river"
+        return right(f"now compare it with the river sentences: the unclear bank sits closer to the {closer} group")
+    if abs(x - river) < 5e-4:
+        return wrong("that is the distance to the river sentences (columns 0 to 2)", kind="the other group")
+    if abs(x - (1 - money)) < 5e-4:
+        return wrong("that is the cosine similarity; the distance is 1 − similarity", kind="similarity, not distance")
+    for layer in range(d.shape[0] - 1):
+        if abs(x - d[layer, 6, 3:6].mean()) < 5e-4:
+            return wrong("that is an earlier layer; the question asks for the last one", kind="the wrong layer")
+    return wrong("take row 6 (the new sentence), columns 3 to 5 (the money sentences), at the last layer, and "
+                 "average", kind="off")

@@ -1,0 +1,109 @@
+"""Notebook 11 (looking inside): its checkable exercises.
+
+11.1 measures MiniLM's heads at check time on the notebook's 40 sentences; 11.2 runs the learner's merging
+function on attention maps of the check's own sentences and compares it with bertlab's own rule. No answer is
+stored.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .registry import exercise, loaded, right, run_learner, wrong
+
+# the check's own sentences for 11.2: several words split into pieces
+_SPLIT = ["The playwright quietly rewrote the unfinished manuscript.",
+          "Unbelievably, the zookeeper photographed seventeen flamingos."]
+
+
+def _cls_shares():
+    from ..probe.head_types import head_types
+    from ..probe.layers import load_probing_set
+    model, tokenizer = loaded("minilm")
+    sentences = sorted({s for s, _ in load_probing_set("senses").examples})[:40]       # as the notebook
+    return head_types(model, tokenizer, sentences).share
+
+
+@exercise("11.1", "MiniLM's head that gives [CLS] the largest share", difficulty=1, importance=2, minutes=5,
+          expects="a (layer, head) pair of MiniLM, counted from 0",
+          hints=["The notebook's `ht` holds each head's average share of attention on [CLS]: ht.share['[CLS]'], "
+                 "shape (layers, heads).",
+                 "Take the largest entry of that (6, 12) tensor and turn its flat index into (layer, head).",
+                 "s = ht.share['[CLS]']; divmod(int(s.argmax()), s.shape[1])"])
+def _(answer):
+    if not (isinstance(answer, (tuple, list)) and len(answer) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in answer)):
+        return wrong(f"this exercise takes a (layer, head) pair of ints, e.g. (3, 7); got {answer!r:.40}",
+                     kind="wrong type")
+    share = _cls_shares()
+    cls, sep = share["[CLS]"], share["[SEP]"]
+    L, A = cls.shape
+    layer, head = answer
+    if not (0 <= layer < L and 0 <= head < A):
+        return wrong(f"MiniLM has layers 0 to {L - 1} and heads 0 to {A - 1}, counted from 0", kind="no such head")
+    best = divmod(int(cls.argmax()), A)
+    if (layer, head) == best:
+        return right(f"it gives [CLS] {float(cls[layer, head]):.2f} of its attention on average: a head with "
+                     "little to do, parked where it mixes in no word")
+    if (layer, head) == divmod(int(sep.argmax()), A):
+        return wrong("that is the head with the largest [SEP] share", kind="[SEP], not [CLS]")
+    if (layer - 1, head - 1) == best:
+        return wrong("layers and heads count from 0", kind="counted from 1")
+    if float(cls[layer, head]) >= 0.5:
+        return wrong("that head does park on [CLS] (over half its attention), but another one parks more",
+                     kind="a [CLS] head, not the top one")
+    return wrong("look for the largest value of ht.share['[CLS]']", kind="off")
+
+
+def _reference(weights: torch.Tensor, tokens: list[str]) -> torch.Tensor:
+    from ..probe.attention_maps import merge_word_pieces
+    return merge_word_pieces(weights, tokens)[1]
+
+
+@exercise("11.2", "Attention per word: sum the keys, average the queries", difficulty=2, importance=2, minutes=20,
+          expects="a function merge(weights, groups) → (W, W) tensor: weights is a (T, T) attention map, groups a "
+                  "list of W lists of token positions, one per word",
+          hints=["A word made of several pieces receives the attention of all its pieces, and looks where its "
+                 "pieces look on average.",
+                 "First merge the columns (keys) of each group by summing them: (T, W). Then merge the rows "
+                 "(queries) of each group by averaging them: (W, W). Every row still sums to 1.",
+                 "cols = torch.stack([weights[:, g].sum(1) for g in groups], 1); "
+                 "return torch.stack([cols[g].mean(0) for g in groups])"])
+def _(answer):
+    if not callable(answer):
+        return wrong(f"this exercise takes your function itself (merge, without brackets), got "
+                     f"{type(answer).__name__}", kind="wrong type")
+    from ..probe.attention_maps import word_groups
+    model, tokenizer = loaded("minilm")
+    for text in _SPLIT:
+        enc = tokenizer(text)
+        with torch.no_grad():
+            att = model(**enc, output_attentions=True).attentions[2][0, 4]          # (T, T): layer 2, head 4
+        groups = word_groups(enc.tokens)
+        out, bad = run_learner(answer, att.clone(), [list(g) for g in groups])
+        if bad:
+            return bad
+        if not isinstance(out, torch.Tensor):
+            return wrong(f"return a tensor, got {type(out).__name__}", kind="wrong type")
+        W = len(groups)
+        if tuple(out.shape) != (W, W):
+            return wrong(f"one row and one column per word: ({W}, {W}) here, got {tuple(out.shape)}",
+                         kind="wrong shape")
+        truth = _reference(att, enc.tokens)
+        out = out.float()
+        if torch.allclose(out, truth, atol=1e-5):
+            continue
+        if torch.allclose(out, truth.T, atol=1e-5):
+            return wrong("rows and columns are swapped: rows are queries (where a word looks), columns keys",
+                         kind="transposed")
+        rows = out.sum(-1)
+        if (rows > 1 + 1e-4).any():
+            return wrong("some rows sum to more than 1: average a word's query rows, do not add them",
+                         kind="queries summed")
+        if (rows < 1 - 1e-4).any():
+            return wrong("some rows sum to less than 1: the attention a word receives is the sum over its pieces, "
+                         "not their mean", kind="keys averaged")
+        return wrong("rows sum to 1, but the values differ from the rule: sum the key columns of each word, then "
+                     "average the query rows", kind="off")
+    return right("every row still sums to 1 and a split word gets the attention all its pieces received: "
+                 "the rule attention_map(..., words=True) uses")

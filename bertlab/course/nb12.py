@@ -1,0 +1,131 @@
+"""Notebook 12 (cause and effect): its checkable exercises.
+
+12.1 and 12.2 run `patch` on the agreement pair at check time and compare with the learner's reading;
+12.3 runs the learner's sentence through the NSP head and judges it by what it does. No answer is stored.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .registry import exercise, loaded, normalise, not_a, right, wrong
+
+_DOG, _DOGS = "The dog [MASK] sleeping on the sofa.", "The dogs [MASK] sleeping on the sofa."
+_BANK, _BOAT = "He took his money to the [MASK] this morning.", "He took his boat to the [MASK] this morning."
+_KETTLE = "She put the kettle on the stove."
+_NOTEBOOKS_OWN = "The team lost the final boil."
+
+
+def _first_layer_over_half(clean: str, corrupt: str) -> int | None:
+    """The first encoder layer whose output at the [MASK] alone restores more than half (denoising)."""
+    from ..probe import patch
+    model, tokenizer = loaded("bertlab-mini")
+    p = patch(model, tokenizer, clean, corrupt)
+    m = p.tokens.index("[MASK]")
+    for r in range(1, len(p.rows)):                     # row 0 is the embeddings, row l + 1 is layer l
+        if float(p.effect[r, m]) > 0.5:
+            return r - 1
+    return None
+
+
+@exercise("12.1", "Agreement: from which layer does the [MASK] alone restore more than half?", difficulty=1,
+          importance=3, minutes=10,
+          expects="an int: the encoder layer (0 to 5, as the rows 'layer 0' … 'layer 5' are named)",
+          hints=["p = bertlab.patch(model, tok, 'The dog [MASK] sleeping on the sofa.', 'The dogs [MASK] sleeping on "
+                 "the sofa.'), then read the [MASK] column as the notebook does for the bank pair.",
+                 "p.effect[r, m] with m = p.tokens.index('[MASK]'); row r is named p.rows[r], and row 0 is the "
+                 "embeddings.",
+                 "The first r with p.effect[r, m] > 0.5; the answer is the number in p.rows[r]."])
+def _(answer):
+    if (bad := not_a(answer, int, what="an int: a layer number, 0 to 5")):
+        return bad
+    truth = _first_layer_over_half(_DOG, _DOGS)
+    if answer == truth:
+        bank = _first_layer_over_half(_BANK, _BOAT)
+        return right(f"much earlier than the bank pair (layer {bank}): number is a simple feature, copied to the "
+                     "[MASK] in the first layers, where a word's sense takes the middle layers")
+    if answer == truth + 1:
+        return wrong("that is the row index; row 0 is the embeddings, so the layer is one less", kind="row, not layer")
+    if answer == _first_layer_over_half(_BANK, _BOAT):
+        return wrong("that is where it happens for the bank pair; patch the dog / dogs pair", kind="the other pair")
+    if not 0 <= answer <= 5:
+        return wrong("bertlab-mini's layers are 0 to 5", kind="no such layer")
+    return wrong("read the [MASK] column from the top and stop at the first value above 0.5", kind="off")
+
+
+def _pair(answer, model):
+    if not (isinstance(answer, (tuple, list)) and len(answer) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in answer)):
+        return None, wrong(f"this exercise takes a (layer, head) pair of ints, e.g. (3, 7); got {answer!r:.40}",
+                           kind="wrong type")
+    L, A = model.config.num_hidden_layers, model.config.num_attention_heads
+    if not (0 <= answer[0] < L and 0 <= answer[1] < A):
+        return None, wrong(f"bertlab-mini has layers 0 to {L - 1} and heads 0 to {A - 1}, counted from 0",
+                           kind="no such head")
+    return tuple(answer), None
+
+
+def _top_heads(clean: str, corrupt: str, k: int = 3) -> list[tuple[int, int]]:
+    from ..probe import patch
+    model, tokenizer = loaded("bertlab-mini")
+    p = patch(model, tokenizer, clean, corrupt, site="head")
+    return [(int(row.split()[1]), int(col.split()[1])) for row, col, _ in p.top(k)]
+
+
+@exercise("12.2", "The head that carries number", difficulty=2, importance=2, minutes=15,
+          expects="a (layer, head) pair of bertlab-mini: the head whose patching restores most on the dog / dogs pair",
+          hints=["The same sweep as for the pronoun, with site='head', on the dog / dogs pair.",
+                 "h = bertlab.patch(model, tok, DOG, DOGS, site='head'); h.top(1) names the best cell as "
+                 "('layer L', 'head H', effect).",
+                 "Turn the two labels of h.top(1)[0] into ints, as the notebook does for the pronoun head."])
+def _(answer):
+    model, _ = loaded("bertlab-mini")
+    head, bad = _pair(answer, model)
+    if bad:
+        return bad
+    top = _top_heads(_DOG, _DOGS)
+    if head == top[0]:
+        return right("now switch it off with bertlab.ablate and compare with ten random heads: does the guess flip "
+                     "as it did for the pronoun? (that part is yours to judge)")
+    if head in top[1:]:
+        return wrong("that head is among the top three, but not the first", kind="not the top head")
+    if head in _top_heads(_BANK, _BOAT, 1) or head in _top_heads("The girl hurt [MASK] knee when she fell.",
+                                                                "The girl hurt [MASK] knee when he fell.", 1):
+        return wrong("that is the top head of one of the notebook's pairs; patch the dog / dogs pair",
+                     kind="the other pair")
+    if (head[0] - 1, head[1] - 1) == top[0]:
+        return wrong("layers and heads count from 0", kind="counted from 1")
+    return wrong("run the head sweep on the dog / dogs pair and take its top cell", kind="off")
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 4}
+
+
+@exercise("12.3", "Fool the NSP head: a second sentence that does not follow, judged IsNext", difficulty=2,
+          importance=2, minutes=10,
+          expects="a str: a sentence B of your own, sharing no word of four letters or more with "
+                  "'She put the kettle on the stove.', with P(IsNext) above 0.9",
+          hints=["The patching map of the kettle pair showed which single word of B carried the judgement.",
+                 "A sentence about something else can pass if it holds a word that belongs to the kettle's scene.",
+                 "Write a short sentence about anything, with one word from the scene of boiling water, and test it "
+                 "with bertlab.next_sentence."])
+def _(answer):
+    if (bad := not_a(answer, str, what="a str: your sentence B")):
+        return bad
+    if len(answer.split()) < 3:
+        return wrong("write a sentence of three words or more", kind="too short")
+    if normalise(answer) == normalise(_NOTEBOOKS_OWN):
+        return wrong("that is the notebook's own sentence: write one of yours", kind="the notebook's sentence")
+    shared = _content_words(answer) & _content_words(_KETTLE)
+    if shared:
+        return wrong(f"B shares {', '.join(sorted(shared))} with A: the point is a B that does not follow, so no "
+                     "word of A's may be repeated", kind="shares a word with A")
+    from ..probe import next_sentence
+    model, tokenizer = loaded("bertlab-mini")
+    p = next_sentence(model, tokenizer, _KETTLE, answer)
+    if p > 0.9:
+        return right(f"P(IsNext) = {p:.3f} for a sentence that does not continue A: the head rewards a word of the "
+                     "right scene, not coherence")
+    return wrong(f"P(IsNext) = {p:.3f}: not yet above 0.9; put in a word from the scene of a kettle on a stove",
+                 kind="not fooled")

@@ -1,0 +1,55 @@
+"""Notebook 06 (pre-training live): answers to its checkable exercises, and known wrong answers.
+
+06.4 (resume with more steps: why the schedule jumps), 06.5 (the paper's peak, lr=1e-4) and 06.6 (a longer
+run with a sentence of your own) are open on purpose: they are runs to watch and explain, with no single
+number to check.
+"""
+
+import math
+
+import torch
+
+import bertlab
+from bertlab.pretraining.schedule import lr_at
+
+
+def ex_06_1():
+    """Step 75 of 150, warm-up 15 steps, peak 1e-3: on the decaying line."""
+    return lr_at(75, 150, 150 // 10, 1e-3)
+
+
+def wrong_06_1():
+    return [(1e-3, "the peak"), (1e-3 * 75 / 150, "decay from step 0"), (1e-4 * 75 / 135, "the paper's peak"),
+            (2 * lr_at(75, 150, 15, 1e-3), "factor of 2"), ("5e-4", "a number")]
+
+
+def ex_06_2():
+    def entropy(row):
+        return -(row * row.clamp_min(1e-12).log()).sum()
+    return entropy
+
+
+def wrong_06_2():
+    def bits(row):
+        return -(row * row.clamp_min(1e-12).log2()).sum()
+
+    def naive(row):
+        return -(row * row.log()).sum()
+
+    def positive(row):
+        return (row * row.clamp_min(1e-12).log()).sum()
+
+    def as_list(row):
+        return [1.0]
+    return [(bits, "bits, not nats"), (naive, "nan"), (positive, "sign"), (as_list, "one number"),
+            (lambda row: row.max(), "ln t"), ("entropy", "function itself")]
+
+
+def ex_06_3():
+    return math.log(bertlab.BertConfig.preset("base").vocab_size)
+
+
+def wrong_06_3():
+    V = bertlab.BertConfig.preset("base").vocab_size
+    return [(math.log2(V), "bits"), (math.log10(V), "base 10"), (math.log(2000), "wrong vocabulary"),
+            (1 / V, "probability"), (V, "−log(1 / v)"), (torch.tensor([1.0, 2.0]), "a number")]

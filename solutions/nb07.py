@@ -1,0 +1,67 @@
+"""Notebook 07 (contextual embeddings): answers to its checkable exercises, and known wrong answers.
+
+07.4 (사랑해요 in sentences of your own) and 07.5 (mean against [CLS] pooling on bertlab-tiny) are open on
+purpose: the learner writes the sentences, and the question is what the pattern means.
+"""
+
+import torch
+
+import bertlab
+
+BANK = ["Grace walked along the muddy bank of the river.",
+        "We had a picnic on the grassy bank by the stream.",
+        "The canoe drifted toward the far bank of the lake.",
+        "Tom went to the bank to open a savings account.",
+        "The bank lends money to small shops in town.",
+        "She paid the cheque into her bank on Monday."]
+SENSES = ["river"] * 3 + ["money"] * 3
+
+
+def _distances(sentences):
+    model, tokenizer = bertlab.load("minilm", device="cpu")
+    model.eval()
+    return bertlab.cosine_distances(bertlab.word_vectors(model, tokenizer, sentences, "bank", layer="all"))
+
+
+def _same_different():
+    d = _distances(BANK)
+    same = torch.tensor([[a == b for b in SENSES] for a in SENSES]) & ~torch.eye(6, dtype=torch.bool)
+    return d[:, same].mean(-1), d[:, ~torch.tensor([[a == b for b in SENSES] for a in SENSES])].mean(-1)
+
+
+def ex_07_1():
+    """The row of the notebook's table where different − same is largest."""
+    same, different = _same_different()
+    return int((different - same).argmax())
+
+
+def wrong_07_1():
+    same, different = _same_different()
+    return [(int(different.argmax()), "the largest distance"), (0, "no context"), (7, "no such layer"),
+            ("3", "an int")]
+
+
+def ex_07_2():
+    def mean_pool(hidden, attention_mask):
+        m = attention_mask[..., None].float()
+        return (hidden * m).sum(1) / m.sum(1)
+    return mean_pool
+
+
+def wrong_07_2():
+    return [(lambda h, m: h.mean(1), "padding counted"), (lambda h, m: (h * m[..., None]).sum(1), "not divided"),
+            (lambda h, m: (h * m[..., None]).sum(1) / h.shape[1], "divided by t"),
+            (lambda h, m: h[:, 0], "[cls] pooling"), (lambda h, m: h.mean(2), "wrong shape"),
+            (lambda h, m: h.mean(), "wrong shape")]
+
+
+def ex_07_3():
+    """Row 6 (the new sentence), columns 3 to 5 (money), last layer."""
+    d = _distances(BANK + ["We met at the bank."])
+    return float(d[-1, 6, 3:6].mean())
+
+
+def wrong_07_3():
+    d = _distances(BANK + ["We met at the bank."])
+    return [(float(d[-1, 6, 0:3].mean()), "the other group"), (1 - float(d[-1, 6, 3:6].mean()), "similarity"),
+            (float(d[3, 6, 3:6].mean()), "the wrong layer"), (2.0, "off")]
