@@ -25,7 +25,6 @@ from typing import Callable, Sequence
 
 import torch
 
-
 # ---- device and logging ------------------------------------------------------------------------
 
 def pick_device(name: str | None) -> torch.device:

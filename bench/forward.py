@@ -24,9 +24,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import time
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -205,8 +205,9 @@ def main(argv=None) -> int:
     if "bf16" in cases and device.type == "cuda" and not torch.cuda.is_bf16_supported():
         C.log("this GPU has no bf16: skipping the bf16 case")
         cases.remove("bf16")
-    import bertlab  # noqa: F401  (fail early, before the peak measurement, if the package is broken)
     import transformers
+
+    import bertlab  # noqa: F401  (fail early, before the peak measurement, if the package is broken)
 
     transformers.utils.logging.set_verbosity_error()   # no load reports or progress bars in the log
     transformers.utils.logging.disable_progress_bar()

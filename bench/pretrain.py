@@ -27,8 +27,9 @@ import torch
 from bertlab.optim import clip_and_step
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
 from forward import flops_per_token  # noqa: E402
+
+import _common as C  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -52,8 +53,9 @@ def parse_args(argv=None):
 
 
 def build(preset: str, device):
-    import bertlab
     import transformers
+
+    import bertlab
 
     config = bertlab.BertConfig.preset(preset)
     ours = bertlab.BertForPreTraining(config, device=device).train()

@@ -31,7 +31,6 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # `_common`, and bertlab from this checkout
 
 import _common as C  # noqa: E402
-
 from bertlab.viz import widgets as W  # noqa: E402
 
 TARGET_MS = 100.0

@@ -8,17 +8,44 @@
 from .checkpoint import load, save
 from .config import BertConfig
 from .course import check, hint  # exercise checks that never show the answer; hints in tiers
-from .hub import cached_models  # hub BERTs already downloaded; huggingface_hub is imported only on use
-from .model import (Bert, BertForMaskedLM, BertForMultipleChoice, BertForPreTraining, BertForQuestionAnswering,
-                    BertForSequenceClassification, BertForTokenClassification, BertOutput, EmbeddingParts)
 from .experiments import experiment, replay
 from .finetuning import FineTuneResult, evaluate_task, finetune, load_task
+from .hub import cached_models  # hub BERTs already downloaded; huggingface_hub is imported only on use
+from .model import (
+                    Bert,
+                    BertForMaskedLM,
+                    BertForMultipleChoice,
+                    BertForPreTraining,
+                    BertForQuestionAnswering,
+                    BertForSequenceClassification,
+                    BertForTokenClassification,
+                    BertOutput,
+                    EmbeddingParts,
+)
 from .pretraining import make_pairs, mask_tokens
 from .pretraining.trainer import pretrain
-from .probe import (ablate, attention_map, attention_neurons, attention_rollout, compare_fill, context_mixing,
-                    contextuality, cosine_distances, fill_mask, head_importance, head_types, load_probing_set,
-                    mixing_scoreboard, nearest_contexts, next_sentence, patch, probe_layers, saliency,
-                    sentence_embedding, word_vectors)
+from .probe import (
+                    ablate,
+                    attention_map,
+                    attention_neurons,
+                    attention_rollout,
+                    compare_fill,
+                    context_mixing,
+                    contextuality,
+                    cosine_distances,
+                    fill_mask,
+                    head_importance,
+                    head_types,
+                    load_probing_set,
+                    mixing_scoreboard,
+                    nearest_contexts,
+                    next_sentence,
+                    patch,
+                    probe_layers,
+                    saliency,
+                    sentence_embedding,
+                    word_vectors,
+)
 from .tokenizer import Batch, Encoding, Tokenizer
 from .utils import set_seed
 

@@ -35,10 +35,16 @@ from . import files
 from .config import BertConfig, read_config_json
 from .inputs import check_vocabularies
 from .model.bert import Bert, BertModule
-from .utils import default_device
-from .model.heads import (HEADS, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
-                          BertForSequenceClassification, BertForTokenClassification)
+from .model.heads import (
+    HEADS,
+    BertForMaskedLM,
+    BertForPreTraining,
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+)
 from .tokenizer import Tokenizer
+from .utils import default_device
 
 log = logging.getLogger(__name__)
 

@@ -125,7 +125,7 @@ def main(argv=None) -> int:
     pretrain_parser = _add_pretrain(sub)
     _add_lab(sub)
     _add_book(sub)
-    from .experiments import commands   # finetune, experiment, replay: thin commands over the Python API
+    from .experiments import commands  # finetune, experiment, replay: thin commands over the Python API
 
     commands.add_parsers(sub)
     args = parser.parse_args(argv)

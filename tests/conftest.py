@@ -17,7 +17,6 @@ from bertlab import BertConfig, Tokenizer
 from testkit import HF_NAMES, ODD, make_batch, randomize_  # noqa: F401  (HF_NAMES re-exported)
 
 
-
 @pytest.fixture
 def odd_config() -> BertConfig:
     return BertConfig(**ODD)

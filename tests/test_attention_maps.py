@@ -9,7 +9,6 @@ import torch
 import bertlab
 from bertlab.probe import attention_map, merge_word_pieces, word_groups
 from bertlab.probe.running import run
-
 from testkit import one_thread  # noqa: F401  (a fixture)
 
 TEXT = "The playwright quietly rewrote the unfinished manuscript."

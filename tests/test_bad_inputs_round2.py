@@ -19,8 +19,8 @@ import torch
 
 import bertlab
 from bertlab import Bert, BertConfig, BertForPreTraining, Tokenizer, probe
-from bertlab.probe.attention_maps import attention_map
 from bertlab.pretraining.trainer import pretrain
+from bertlab.probe.attention_maps import attention_map
 from testkit import ODD, corpus, one_thread, randomize_  # noqa: F401  (corpus, one_thread: fixtures)
 
 needs_widgets = pytest.mark.skipif(

@@ -14,7 +14,6 @@ import torch
 
 from bertlab import Bert, BertConfig
 from bertlab.model.attention import additive_mask
-
 from testkit import ODD, make_batch, max_err, randomize_
 
 ATOL = 1e-5

@@ -12,9 +12,15 @@ import torch
 from safetensors.torch import load_file, save_file
 
 import bertlab
-from bertlab import (Bert, BertConfig, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
-                     BertForSequenceClassification, BertForTokenClassification)
-
+from bertlab import (
+    Bert,
+    BertConfig,
+    BertForMaskedLM,
+    BertForPreTraining,
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+)
 from testkit import make_batch, max_err, randomize_
 
 TEXTS = ["The river bank was muddy after the storm.",

@@ -145,9 +145,10 @@ def test_from_file_with_broken_json_says_so(tmp_path):
 
 def test_one_activation_table_is_what_the_config_checks_and_the_model_runs():
     """`HIDDEN_ACTS` maps each accepted name to the function the feed-forward and the MLM transform apply."""
+    import torch
+
     from bertlab import BertForMaskedLM
     from bertlab.config import HIDDEN_ACTS
-    import torch
     x = torch.linspace(-3, 3, 7)
     assert torch.allclose(HIDDEN_ACTS["gelu"](x), x * 0.5 * (1 + torch.erf(x / 2 ** 0.5)), atol=1e-6)  # x·Φ(x)
     assert torch.allclose(HIDDEN_ACTS["gelu_new"](x), HIDDEN_ACTS["gelu_pytorch_tanh"](x))

@@ -5,7 +5,6 @@ sits readable in the package."""
 from __future__ import annotations
 
 import importlib.util
-import inspect
 import re
 from pathlib import Path
 

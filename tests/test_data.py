@@ -14,8 +14,7 @@ import pytest
 import torch
 
 from bertlab import Tokenizer
-from bertlab.pretraining import (PairExample, PretrainingData, collate, iter_texts, read_documents,
-                                 split_sentences)
+from bertlab.pretraining import PairExample, PretrainingData, collate, iter_texts, read_documents, split_sentences
 from testkit import WORDS
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from testkit import toy_run
 
 import bertlab
 from bertlab.experiments import jobs_of, merge_cards, read_card, replay
 from bertlab.experiments.cards import machine
 from bertlab.experiments.commands import format_summary
+from testkit import toy_run
 
 ASSETS = bertlab.__file__.rsplit("/", 1)[0] + "/assets"
 VARIANTS = {"slow": {"lr": 0.01}, "fast": {"lr": 0.1}, "fastest": {"lr": 0.2}}

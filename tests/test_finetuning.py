@@ -8,11 +8,11 @@ import math
 
 import pytest
 import torch
-from testkit import one_thread  # noqa: F401  (fixture)
 
 import bertlab
 from bertlab.finetuning import choose_tau, encode, entity_f1, qa_exact_match
 from bertlab.model.heads import IGNORE
+from testkit import one_thread  # noqa: F401  (fixture)
 
 
 @pytest.fixture

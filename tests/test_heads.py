@@ -5,11 +5,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bertlab import (Bert, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
-                     BertForSequenceClassification, BertForTokenClassification)
+from bertlab import (
+    Bert,
+    BertForMaskedLM,
+    BertForPreTraining,
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+)
 from bertlab.model import BertForMultipleChoice
 from bertlab.model.heads import IGNORE, HeadOutput, PreTrainingOutput
-
 from testkit import make_batch, max_err
 
 ATOL = 1e-5

@@ -7,7 +7,6 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from bertlab.model import HookPoint
-
 from testkit import no_hooks_anywhere
 
 B, HEADS, T, H, DH, FFN = 3, 4, 11, 32, 8, 37

@@ -24,8 +24,15 @@ pytest.importorskip("plotly", reason="the figures need plotly (the notebooks ext
 from bertlab.probe.layers import probe_layers  # noqa: E402
 from bertlab.probe.nearest import nearest_contexts  # noqa: E402
 from bertlab.probe.neurons import attention_neurons  # noqa: E402
-from bertlab.viz.inspection import (contextuality_figure, head_types_figure, nearest_contexts_figure,  # noqa: E402
-                                    nearest_contexts_html, neuron_figure, probe_layers_figure, saliency_figure)
+from bertlab.viz.inspection import (  # noqa: E402
+    contextuality_figure,
+    head_types_figure,
+    nearest_contexts_figure,
+    nearest_contexts_html,
+    neuron_figure,
+    probe_layers_figure,
+    saliency_figure,
+)
 from bertlab.viz.neuron_view import neuron_view, neuron_view_data, neuron_view_html  # noqa: E402
 from testkit import embedded_params, model_attentions, one_thread, urls_in  # noqa: E402, F401  (one_thread: a fixture)
 

@@ -9,8 +9,15 @@ import torch
 import bertlab
 from bertlab import BertConfig
 from bertlab.probe.minimal_pairs import compare_fill
-from bertlab.probe.mixing import (MEASURES, _norm_based, _value_zeroing, context_mixing, leave_one_out,
-                                  mixing_scoreboard, spearman)
+from bertlab.probe.mixing import (
+    MEASURES,
+    _norm_based,
+    _value_zeroing,
+    context_mixing,
+    leave_one_out,
+    mixing_scoreboard,
+    spearman,
+)
 from testkit import ODD, no_hooks_anywhere, randomize_
 
 BANK = "Tom went to the [MASK] to open a savings account."

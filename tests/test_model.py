@@ -11,9 +11,8 @@ import pytest
 import torch
 
 from bertlab import Bert, BertConfig, BertForPreTraining
-from bertlab.utils import default_device
 from bertlab.model.attention import additive_mask
-
+from bertlab.utils import default_device
 from testkit import ODD, make_batch, max_err, randomize_
 
 ATOL = 1e-5

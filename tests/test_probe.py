@@ -15,10 +15,22 @@ import torch.nn.functional as F
 
 import bertlab
 from bertlab import probe
-from bertlab.probe import (Ablation, AblationEffect, FillMask, Guess, GuessChange, HeadImportance, ablate, attention_rollout,
-                           cosine_distances, fill_mask, head_importance, next_sentence, sentence_embedding,
-                           word_vectors)
-
+from bertlab.probe import (
+    Ablation,
+    AblationEffect,
+    FillMask,
+    Guess,
+    GuessChange,
+    HeadImportance,
+    ablate,
+    attention_rollout,
+    cosine_distances,
+    fill_mask,
+    head_importance,
+    next_sentence,
+    sentence_embedding,
+    word_vectors,
+)
 from testkit import no_hooks_anywhere
 
 torch.set_num_threads(1)

@@ -9,9 +9,15 @@ import pytest
 import torch
 
 import bertlab
-from bertlab.probe.layers import (PROBING_DIR, UPOS, layer_vectors, load_probing_set, probe_layers, read_pos_file,
-                                  read_senses_file)
-
+from bertlab.probe.layers import (
+    PROBING_DIR,
+    UPOS,
+    layer_vectors,
+    load_probing_set,
+    probe_layers,
+    read_pos_file,
+    read_senses_file,
+)
 
 # ---- the shipped probing sets -------------------------------------------------------------------
 

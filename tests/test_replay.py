@@ -11,11 +11,11 @@ import pytest
 pytest.importorskip("ipywidgets", reason="the replay widget needs the notebooks extra (ipywidgets)")
 pytest.importorskip("plotly", reason="the replay draws with plotly")
 
+from test_trainer import TINY  # noqa: E402
+
 from bertlab.pretraining import read_snapshots  # noqa: E402
 from bertlab.pretraining.trainer import pretrain  # noqa: E402
-from bertlab.viz.replay import (ALL_HEADS, SnapshotReplay, intra_similarity_figure,  # noqa: E402
-                                snapshot_figure)
-from test_trainer import TINY  # noqa: E402
+from bertlab.viz.replay import ALL_HEADS, SnapshotReplay, intra_similarity_figure, snapshot_figure  # noqa: E402
 from testkit import corpus, one_thread  # noqa: E402,F401  (fixtures)
 
 TEXT = "The river [MASK] was muddy after the [MASK]."

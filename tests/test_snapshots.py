@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_trainer import TINY, assert_same_losses, metrics
 
 from bertlab.cli import main as cli
 from bertlab.pretraining import read_snapshots
 from bertlab.pretraining.trainer import pretrain
-from test_trainer import TINY, assert_same_losses, metrics
 from testkit import corpus, one_thread  # noqa: F401  (fixtures)
 
 RUN = dict(TINY, steps=6, log_every=1, save_every=3)

@@ -162,7 +162,6 @@ def test_attention_explorer_combines_heads_merges_words_and_hides_specials(minil
     text = "The playwright quietly rewrote the unfinished manuscript."
     w = W.AttentionExplorer(text, model="minilm", layer=2, head=3)
     enc, forward = tok(text), w._fwd
-    fig = w.figure
     steps = [dict(combine="layer-mean"), dict(words=True), dict(hide_special=True), dict(threshold=0.1),
              dict(combine="all-sum"), dict(words=False, hide_special=False, threshold=0.0, combine="head")]
     for step in steps:

@@ -325,7 +325,7 @@ then; run the notebook to use them.</p>"""
 
     # -- the teacher's notes
     def teachers(self) -> str:
-        hours, hour, used, plan = [], 1, 0, []
+        hours, used, plan = [], 0, []
         for l in self.lessons:
             m = l.minutes or 30
             if used and used + m > 60:

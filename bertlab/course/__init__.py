@@ -12,14 +12,15 @@ nbNN.py, and one import line below. The answers themselves, in the clear, are th
 repository's solutions/ folder, which is not part of the installed package.
 """
 
-from .registry import Exercise, Hint, Result, check, exercises, get, hint
-
 # one line per notebook: importing a module registers its exercises
-from . import nb00  # noqa: E402,F401
-from . import nb01  # noqa: E402,F401
-from . import nb02  # noqa: E402,F401
-from . import nb03  # noqa: E402,F401
-from . import nb04  # noqa: E402,F401
+from . import (
+    nb00,  # noqa: E402,F401
+    nb01,  # noqa: E402,F401
+    nb02,  # noqa: E402,F401
+    nb03,  # noqa: E402,F401
+    nb04,  # noqa: E402,F401
+)
+from .registry import Exercise, Hint, Result, check, exercises, get, hint
 
 __all__ = ["check", "hint", "exercises", "get", "Exercise", "Result", "Hint"]
 

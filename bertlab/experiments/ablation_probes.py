@@ -260,7 +260,10 @@ def pair_task(tok, max_len: int, quick: bool):
     g = torch.Generator().manual_seed(0)
     train = make_pairs(docs[0::2], tok, max_len, generator=g, balance=True)
     test = make_pairs(docs[1::2], tok, max_len, generator=g, balance=True)
-    encode = lambda ps: [(p.input_ids, p.token_type_ids, p.next_sentence_label) for p in ps]
+
+    def encode(ps):
+        return [(p.input_ids, p.token_type_ids, p.next_sentence_label) for p in ps]
+
     if quick:
         train, test = train[:32], test[:32]
     return encode(train), encode(test)

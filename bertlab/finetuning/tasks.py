@@ -17,8 +17,13 @@ from pathlib import Path
 
 import torch
 
-from ..model.heads import (IGNORE, BertForMultipleChoice, BertForQuestionAnswering, BertForSequenceClassification,
-                           BertForTokenClassification)
+from ..model.heads import (
+    IGNORE,
+    BertForMultipleChoice,
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+)
 
 TASKS = ("classify", "tag", "qa", "choice")
 FIELDS = {"classify": ("label",), "tag": ("words", "tags"), "qa": ("question", "passage", "answer"),

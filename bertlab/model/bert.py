@@ -8,12 +8,12 @@ import torch
 from torch import nn
 
 from ..config import BertConfig
+from ..hooks import HookedModule
 from ..inputs import check_inputs
 from ..utils import default_device
 from .attention import additive_mask
 from .embeddings import BertEmbeddings, EmbeddingParts
 from .encoder import BertEncoder
-from ..hooks import HookedModule
 
 
 @dataclass

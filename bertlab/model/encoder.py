@@ -6,8 +6,8 @@ import torch
 from torch import nn
 
 from ..config import HIDDEN_ACTS, BertConfig
-from .attention import AddAndNorm, BertAttention
 from ..hooks import HookPoint
+from .attention import AddAndNorm, BertAttention
 
 
 class BertIntermediate(nn.Module):

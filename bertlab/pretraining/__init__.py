@@ -9,9 +9,9 @@
 """
 
 from .data import PretrainingData, collate, iter_texts, read_documents, split_sentences
+from .evaluate import EvalResult, evaluate
 from .masking import mask_tokens
 from .pairs import PairExample, make_pairs
-from .evaluate import EvalResult, evaluate
 from .snapshots import Snapshot, read_snapshots
 from .trainer import PretrainArgs, PretrainResult, pretrain
 

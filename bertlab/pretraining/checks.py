@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import numbers
+import os
 
 from ..checkpoint import resolve
 from ..inputs import check_vocabularies

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Callable
 
 try:
-    import fcntl   # the run-folder lock; Windows has no flock, and runs there go unlocked
+    import fcntl  # the run-folder lock; Windows has no flock, and runs there go unlocked
 except ImportError:
     fcntl = None
 

@@ -36,17 +36,17 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from .. import files
 from ..checkpoint import load, load_weights, resolve, save
 from ..config import BertConfig
-from ..utils import default_device
 from ..model.heads import IGNORE, BertForPreTraining
+from ..optim import adamw, clip, lr_at, set_lr
 from ..tokenizer import Tokenizer
-from .. import files
+from ..utils import default_device
 from . import checks, runfolder, snapshots
 from .data import PretrainingData, collate, iter_texts, read_documents
 from .masking import mask_tokens
 from .runfolder import latest_checkpoint  # noqa: F401  (scripts import it from here)
-from ..optim import adamw, clip, lr_at, set_lr
 
 log = logging.getLogger(__name__)
 

@@ -38,8 +38,18 @@ from .neurons import AttentionNeurons, attention_neurons
 from .next_sentence import next_sentence
 from .patching import Patching, patch
 from .rollout import attention_rollout
-from .running import (attention_weights, base_model, check_pair, embedding_parts, has_mlm_head, has_nsp_head, inference,
-                      max_length, mlm_head, run)
+from .running import (
+                      attention_weights,
+                      base_model,
+                      check_pair,
+                      embedding_parts,
+                      has_mlm_head,
+                      has_nsp_head,
+                      inference,
+                      max_length,
+                      mlm_head,
+                      run,
+)
 from .saliency import Saliency, saliency
 from .sentence_embedding import sentence_embedding
 from .word_vectors import word_vectors

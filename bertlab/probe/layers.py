@@ -41,8 +41,8 @@ import torch
 import torch.nn.functional as F
 
 from ..deprecation import warn_renamed
-from .word_vectors import find_word
 from .running import base_model, inference, max_length
+from .word_vectors import find_word
 
 #: the hand-labelled probing sets shipped with bertlab (see its README.md)
 PROBING_DIR = Path(__file__).resolve().parent.parent / "assets" / "probing"

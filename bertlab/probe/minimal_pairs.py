@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-
 from .running import base_model, inference, max_length, mlm_head
 
 __all__ = ["compare_fill", "FillComparison", "FillShift"]

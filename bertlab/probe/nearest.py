@@ -41,8 +41,8 @@ import torch.nn.functional as F
 
 from ..pretraining.data import read_documents, split_sentences
 from ._checks import layer_index
-from .word_vectors import find_word, word_vectors
 from .running import base_model, inference, max_length
+from .word_vectors import find_word, word_vectors
 
 #: the demo corpus's English prose (train and held-out documents together): bertlab/assets/corpus/source/en_*.txt
 DEMO_CORPUS = Path(__file__).resolve().parent.parent / "assets" / "corpus" / "source"

@@ -8,19 +8,53 @@ Needs the `notebooks` extra (plotly, ipywidgets, bertviz).
 
 from .attention_view import AttentionView
 from .bertviz_views import head_view, head_view_html, model_view, model_view_html
-from .figures import (ablation_figure, attention_grid, attention_heatmap, attention_map_figure, cosine_matrix,
-                      drift_by_layer, embedding_sum, fill_mask_figure, fill_mask_layers_figure, head_importance_figure, lr_schedule,
-                      masking_figure, nsp_figure, position_similarity, projection_2d, sinusoidal_positions,
-                      training_curves)
-from .inspection import (contextuality_figure, head_types_figure, nearest_contexts_figure, nearest_contexts_html,
-                         neuron_figure, probe_layers_figure, saliency_figure)
+from .export import export  # noqa: E402  (the function shadows its module: bertlab.viz.export(fig, "f.svg"))
+from .figures import (
+                      ablation_figure,
+                      attention_grid,
+                      attention_heatmap,
+                      attention_map_figure,
+                      cosine_matrix,
+                      drift_by_layer,
+                      embedding_sum,
+                      fill_mask_figure,
+                      fill_mask_layers_figure,
+                      head_importance_figure,
+                      lr_schedule,
+                      masking_figure,
+                      nsp_figure,
+                      position_similarity,
+                      projection_2d,
+                      sinusoidal_positions,
+                      training_curves,
+)
+from .inspection import (
+                      contextuality_figure,
+                      head_types_figure,
+                      nearest_contexts_figure,
+                      nearest_contexts_html,
+                      neuron_figure,
+                      probe_layers_figure,
+                      saliency_figure,
+)
 from .intervention import fill_shift_figure, mixing_figure, patching_figure, scoreboard_figure
 from .neuron_view import neuron_view, neuron_view_html
 from .replay import SnapshotReplay, intra_similarity_figure, snapshot_figure
-from .export import export  # noqa: E402  (the function shadows its module: bertlab.viz.export(fig, "f.svg"))
-from .widgets import (AttentionExplorer, ContextExplorer, ContextSearch, EmbeddingSumExplorer, HeadAblation,
-                      MaskingLab, MaskPlayground, MinimalPairs, NeuronExplorer, NSPExplorer, Predict, Quiz,
-                      SaliencyExplorer)
+from .widgets import (
+                      AttentionExplorer,
+                      ContextExplorer,
+                      ContextSearch,
+                      EmbeddingSumExplorer,
+                      HeadAblation,
+                      MaskingLab,
+                      MaskPlayground,
+                      MinimalPairs,
+                      NeuronExplorer,
+                      NSPExplorer,
+                      Predict,
+                      Quiz,
+                      SaliencyExplorer,
+)
 
 __all__ = [
     # figures

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..deprecation import renamed_arguments, warn_renamed
-
 from .attention_view import AttentionView, check_texts
 from .look import check_index, check_indices
 

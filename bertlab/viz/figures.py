@@ -33,8 +33,20 @@ from ..model.heads import IGNORE
 from ..probe.attention_maps import AttentionMap, attention_map
 from ..probe.fill_mask import GuessChange
 from .context_figures import cosine_matrix, drift_by_layer, projection_2d
-from .look import (COLORS, DIVERGING, EMBEDDING_PARTS, LAYOUT, PALETTE, SEQUENTIAL, as_float, check_index,
-                   check_tokens, finish, shorten, token_labels)
+from .look import (
+    COLORS,
+    DIVERGING,
+    EMBEDDING_PARTS,
+    LAYOUT,
+    PALETTE,
+    SEQUENTIAL,
+    as_float,
+    check_index,
+    check_tokens,
+    finish,
+    shorten,
+    token_labels,
+)
 from .training_figures import lr_schedule, training_curves
 
 __all__ = ["LAYOUT", "PALETTE", "COLORS", "SEQUENTIAL", "DIVERGING", "attention_heatmap", "attention_map_figure",

@@ -21,7 +21,7 @@ from ...probe.attention_maps import attention_map
 from .. import figures as F
 from ..bertviz_views import BERTVIZ_MAX_TOKENS, head_view_html
 from ..look import token_labels
-from .base import WITH_HEADS, WIDE, Widget, controls_row, show_figure, show_html, text_arg
+from .base import WIDE, WITH_HEADS, Widget, controls_row, show_figure, show_html, text_arg
 
 # what the heatmap shows: (label, (layer choice, head choice, reduce)); "this" is the layer slider's layer
 COMBINE = {"head": ("one head", ("this", "this", "mean")),
