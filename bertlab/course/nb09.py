@@ -147,8 +147,8 @@ def _(answer):
         return wrong(f"no such variant; the card's variants are: {', '.join(sorted(last))}", kind="no such variant")
     truth = max(last, key=lambda n: last[n][1])
     if said == truth:
-        return right("a surprise worth a minute: part of speech is mostly decided by the words to the left, and the "
-                     "left-to-right model is trained to predict every next token, not 15 % of them")
+        return right("a surprise worth a minute: why might a model that reads only leftwards, trained to predict "
+                     "every next token (not 15 % of them), know parts of speech best?")
     if said == "MLM + NSP":
         return wrong("the full BERT recipe is the natural guess, but the card says otherwise: read the pos column",
                      kind="the expected winner")
