@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import time
 from importlib import resources
 from pathlib import Path
@@ -19,16 +18,7 @@ from pathlib import Path
 import torch
 
 import bertlab
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+from bertlab.experiments.cards import machine
 
 
 def main() -> None:
@@ -50,7 +40,7 @@ def main() -> None:
                 "over both sentences of every minimal pair in minimal_pairs.json",
         "model": args.model, "texts": texts, "per_text": board.per_text,
         "summary": {m: {"mean": mu, "std": sd} for m, (mu, sd) in board.summary.items()},
-        "bertlab": bertlab.__version__, "torch": torch.__version__, "cpu": cpu_model(), "threads": args.threads,
+        "bertlab": bertlab.__version__, "torch": torch.__version__, "machine": machine(), "threads": args.threads,
         "seconds": round(seconds, 1),
     }
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
