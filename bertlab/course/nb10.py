@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .registry import as_number, exercise, loaded, not_a, right, run_learner, wrong
+from .registry import as_number, exercise, head_pair, loaded, not_a, right, run_learner, wrong
 
 _TEXT = "She deposited her money in the [MASK] on Monday."         # the notebook's sentence
 _SAVINGS = "Tom went to the [MASK] to open a savings account."      # the notebook's second one
@@ -118,18 +118,6 @@ def _(answer):
                  "baseline", kind="off")
 
 
-def _head_answer(answer, model):
-    if not (isinstance(answer, (tuple, list)) and len(answer) == 2
-            and all(isinstance(x, int) and not isinstance(x, bool) for x in answer)):
-        return None, wrong(f"this exercise takes a (layer, head) pair of ints, e.g. (3, 7); got {answer!r:.40}",
-                           kind="wrong type")
-    L, A = model.config.num_hidden_layers, model.config.num_attention_heads
-    if not (0 <= answer[0] < L and 0 <= answer[1] < A):
-        return None, wrong(f"bertlab-mini has layers 0 to {L - 1} and heads 0 to {A - 1}, counted from 0",
-                           kind="no such head")
-    return tuple(answer), None
-
-
 @exercise("10.3", "The head whose removal helps most on the savings-account sentence", difficulty=1, importance=2,
           minutes=5,
           expects="a (layer, head) pair of bertlab-mini, counted from 0",
@@ -140,7 +128,7 @@ def _head_answer(answer, model):
 def _(answer):
     from ..probe import head_importance
     model, tokenizer = loaded("bertlab-mini")
-    head, bad = _head_answer(answer, model)
+    head, bad = head_pair(answer, model)
     if bad:
         return bad
     s = head_importance(model, tokenizer, _SAVINGS, targets=["bank"]).scores

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .registry import exercise, loaded, normalise, not_a, right, wrong
+from .registry import exercise, head_pair, loaded, normalise, not_a, right, wrong
 
 _DOG, _DOGS = "The dog [MASK] sleeping on the sofa.", "The dogs [MASK] sleeping on the sofa."
 _BANK, _BOAT = "He took his money to the [MASK] this morning.", "He took his boat to the [MASK] this morning."
@@ -53,18 +53,6 @@ def _(answer):
     return wrong("read the [MASK] column from the top and stop at the first value above 0.5", kind="off")
 
 
-def _pair(answer, model):
-    if not (isinstance(answer, (tuple, list)) and len(answer) == 2
-            and all(isinstance(x, int) and not isinstance(x, bool) for x in answer)):
-        return None, wrong(f"this exercise takes a (layer, head) pair of ints, e.g. (3, 7); got {answer!r:.40}",
-                           kind="wrong type")
-    L, A = model.config.num_hidden_layers, model.config.num_attention_heads
-    if not (0 <= answer[0] < L and 0 <= answer[1] < A):
-        return None, wrong(f"bertlab-mini has layers 0 to {L - 1} and heads 0 to {A - 1}, counted from 0",
-                           kind="no such head")
-    return tuple(answer), None
-
-
 def _top_heads(clean: str, corrupt: str, k: int = 3) -> list[tuple[int, int]]:
     from ..probe import patch
     model, tokenizer = loaded("bertlab-mini")
@@ -80,7 +68,7 @@ def _top_heads(clean: str, corrupt: str, k: int = 3) -> list[tuple[int, int]]:
                  "Turn the two labels of h.top(1)[0] into ints, as the notebook does for the pronoun head."])
 def _(answer):
     model, _ = loaded("bertlab-mini")
-    head, bad = _pair(answer, model)
+    head, bad = head_pair(answer, model)
     if bad:
         return bad
     top = _top_heads(_DOG, _DOGS)

@@ -42,7 +42,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["Exercise", "Result", "Hint", "UnknownExercise", "exercise", "right", "wrong", "not_a", "digest", "matches",
+__all__ = ["Exercise", "Result", "Hint", "UnknownExercise", "exercise", "right", "wrong", "not_a", "head_pair", "digest", "matches",
            "normalise", "as_number", "ratio_kind", "loaded", "run_learner", "get", "exercises", "check", "hint",
            "EXERCISES"]
 
@@ -188,6 +188,19 @@ def as_number(answer) -> float | None:
             return None
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
     return None
+
+
+def head_pair(answer, model) -> tuple[tuple[int, int] | None, _Verdict | None]:
+    """A learner's (layer, head) answer checked against `model`: (the pair, None) or (None, what is wrong)."""
+    if not (isinstance(answer, (tuple, list)) and len(answer) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in answer)):
+        return None, wrong(f"this exercise takes a (layer, head) pair of ints, e.g. (3, 7); got {answer!r:.40}",
+                           kind="wrong type")
+    L, A = model.config.num_hidden_layers, model.config.num_attention_heads
+    if not (0 <= answer[0] < L and 0 <= answer[1] < A):
+        return None, wrong(f"bertlab-mini has layers 0 to {L - 1} and heads 0 to {A - 1}, counted from 0",
+                           kind="no such head")
+    return tuple(answer), None
 
 
 def ratio_kind(answer: float, truth: float, factors=(2, 3, 4, 8, 10, 12, 100, 1000, 1e6)) -> str | None:
