@@ -15,6 +15,8 @@ between them. The functions stay tiny on purpose: a notebook can use them one at
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 
@@ -69,3 +71,19 @@ def clip_and_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, max_
     norm = clip(model, max_norm)
     optimizer.step()
     return norm
+
+
+class NonFiniteLoss(FloatingPointError):
+    """The loss (or the gradient) of a step is NaN or infinite: the run stops before that step's update."""
+
+
+def stop_if_not_finite(step: int, numbers: dict[str, float], then: str) -> None:
+    """Raise NonFiniteLoss when any of a step's `numbers` (its losses, its gradient norm) is NaN or infinite,
+    before the optimizer applies the step: one such update makes every weight NaN, and a run that went on would
+    train, score and save an all-NaN model. Both loops (pre-training and fine-tuning) stop here; `then` says
+    what is kept and what to change."""
+    if all(math.isfinite(v) for v in numbers.values()):
+        return
+    said = ", ".join(f"{name} {value:.4g}" for name, value in numbers.items())
+    raise NonFiniteLoss(f"the loss at step {step} is no longer a finite number ({said}), so the run stopped before "
+                        f"applying that step's update; {then}")

@@ -325,6 +325,7 @@ class Tokenizer:
         text_pair: str | None = None,
         max_length: int | None = None,
         truncation: bool | str = True,
+        is_split_into_words: bool = False,
     ) -> Encoding:
         """Encode ``[CLS] text [SEP]``, or ``[CLS] text [SEP] text_pair [SEP]``.
 
@@ -336,13 +337,26 @@ class Tokenizer:
 
         As in transformers, an empty ``text_pair`` ("") is dropped, giving a
         single-segment encoding.
-        """
-        return self._encode(text, text_pair or None, max_length, truncation)
 
-    def _encode(self, text: str, text_pair: str | None, max_length: int | None, truncation: bool | str) -> Encoding:
-        text = _check_text(text, "text")
-        if text_pair is not None:
-            text_pair = _check_text(text_pair, "text_pair")
+        ``is_split_into_words=True`` (transformers' name): ``text`` is a list of words already split by the
+        caller, as a tagging set gives them. Each word is still cleaned and split into pieces (and at its
+        punctuation: "don't" gives don ' t), but never joined with its neighbours, so ``word_ids`` count the
+        caller's words: every piece of "New York" or "don't" says the same word. A word that becomes no
+        piece at all (empty, white space, or only characters the cleanup drops, such as a zero-width
+        space) simply has no ``word_ids`` entry.
+        """
+        return self._encode(text, text_pair or None, max_length, truncation, is_split_into_words)
+
+    def _encode(self, text, text_pair, max_length: int | None, truncation: bool | str,
+                split: bool = False) -> Encoding:
+        if split:
+            text = _check_words(text, "text")
+            if text_pair is not None:
+                text_pair = _check_words(text_pair, "text_pair")
+        else:
+            text = _check_text(text, "text")
+            if text_pair is not None:
+                text_pair = _check_text(text_pair, "text_pair")
         strategy = _truncation_strategy(truncation)
         if max_length is not None:
             n_special = self.backend.num_special_tokens_to_add(is_pair=text_pair is not None)
@@ -352,12 +366,12 @@ class Tokenizer:
                     f"got {max_length!r}"
                 )
         if max_length is None or strategy is None:
-            enc = self.backend.encode(text, text_pair)
+            enc = self.backend.encode(text, text_pair, is_pretokenized=split)
         else:
             # The Rust truncation is the one transformers uses, so the cut is identical.
             self.backend.enable_truncation(max_length, strategy=strategy)
             try:
-                enc = self.backend.encode(text, text_pair)
+                enc = self.backend.encode(text, text_pair, is_pretokenized=split)
             except Exception as err:  # only_first/only_second on a segment too short to cut
                 raise ValueError(
                     f"cannot truncate to max_length {max_length} with {truncation!r}: {err}; "
@@ -386,12 +400,14 @@ class Tokenizer:
         max_length: int | None = None,
         truncation: bool | str = True,
         padding: bool | str = "longest",
+        is_split_into_words: bool = False,
     ) -> Batch:
         """Encode several texts (or pairs) and pad them into (B, T) tensors.
 
         ``padding="longest"`` pads to the longest encoding in the batch (like
         transformers' ``padding=True``); ``"max_length"`` pads to ``max_length``
-        so every batch has the same shape.
+        so every batch has the same shape. ``is_split_into_words=True``: each
+        text is a list of words (see ``__call__``).
         """
         if isinstance(texts, str) or not isinstance(texts, Sequence):
             raise ValueError(
@@ -417,7 +433,7 @@ class Tokenizer:
 
         pairs = text_pairs if text_pairs is not None else itertools.repeat(None)
         # Unlike __call__, an empty pair in a batch is kept ("[CLS] a [SEP] [SEP]"), as transformers does.
-        encodings = [self._encode(a, b, max_length, truncation) for a, b in zip(texts, pairs)]
+        encodings = [self._encode(a, b, max_length, truncation, is_split_into_words) for a, b in zip(texts, pairs)]
         length = max_length if pad_to_max_length else max(len(e) for e in encodings)
 
         def pad(values: list, fill: Any) -> list:
@@ -496,6 +512,14 @@ def _check_text(value: object, name: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{name} must be a str, got {type(value).__name__}")
     return _replace_surrogates(value, name)
+
+
+def _check_words(value: object, name: str) -> list[str]:
+    """``value`` as a list of words (each a str, lone surrogates replaced), for ``is_split_into_words=True``."""
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ValueError(f"{name} must be a list of words (str) with is_split_into_words=True, got "
+                         f"{type(value).__name__}: split the text into words, or leave is_split_into_words out")
+    return [_check_text(w, f"{name}[{i}]") for i, w in enumerate(value)]
 
 
 def _capped(model_max_length: int, max_position_embeddings: int | None) -> int:

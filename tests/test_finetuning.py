@@ -134,7 +134,7 @@ def test_load_task_returns_three_splits_of_records():
     for name, shape in bertlab.finetuning.SHIPPED.items():
         data = bertlab.load_task(name)
         assert set(data) == {"train", "val", "test"} and all(len(v) >= 100 for v in data.values())
-        bertlab.finetuning.tasks.check_task(shape, data["test"])
+        bertlab.finetuning.checks.check_records(shape, data["test"], "test")
     with pytest.raises(ValueError, match="topic, follows"):
         bertlab.load_task("squad")
 

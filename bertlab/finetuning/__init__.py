@@ -5,9 +5,9 @@
     bertlab.load_task("tagging")                       # {"train": [...], "val": [...], "test": [...]}
 """
 
-from .loop import FineTuneResult, FineTuneSettings, finetune
+from .loop import FineTuneResult, FineTuneSettings, NonFiniteLoss, finetune
 from .metrics import choose_tau, entity_f1, evaluate_task, qa_exact_match, qa_scores
 from .tasks import METRIC, SHIPPED, TASKS, encode, load_task
 
 __all__ = ["finetune", "FineTuneResult", "FineTuneSettings", "evaluate_task", "load_task", "encode", "TASKS",
-           "SHIPPED", "METRIC", "entity_f1", "qa_scores", "qa_exact_match", "choose_tau"]
+           "SHIPPED", "METRIC", "entity_f1", "qa_scores", "qa_exact_match", "choose_tau", "NonFiniteLoss"]

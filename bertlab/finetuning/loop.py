@@ -15,7 +15,8 @@ says, each batch padded only to its own longest row. The optimizer, schedule and
 from __future__ import annotations
 
 import copy
-import math
+import logging
+import os
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -23,10 +24,14 @@ from tqdm.auto import tqdm
 
 from ..checkpoint import load
 from ..model.bert import Bert
-from ..optim import adamw, clip_and_step, lr_at, set_lr
-from ..utils import set_seed
+from ..optim import NonFiniteLoss, adamw, clip, lr_at, set_lr, stop_if_not_finite
+from ..probe.running import check_pair
+from ..utils import default_device, set_seed
+from . import checks
 from .metrics import choose_tau, evaluate_task, qa_scores
-from .tasks import HEADS, METRIC, check_task, encode, label_names, make_head, num_labels
+from .tasks import HEADS, METRIC, encode, make_head
+
+log = logging.getLogger("bertlab")
 
 
 @dataclass
@@ -81,57 +86,87 @@ def finetune(model, tokenizer, train, val=None, *, task: str, steps: int = 100, 
     `batch_size` counts records (a choice record is all its endings). Options: the other fields of
     `FineTuneSettings` (warmup, weight_decay, eps, clip, eval_every, max_length). `callbacks` are called with
     each history entry.
+
+    Everything is checked before the first step (checks.py: settings, the records and labels of both splits,
+    what the tokenizer makes of them), and a loss or gradient that stops being finite stops the run before
+    its update with `NonFiniteLoss`, as `pretrain` does; the run up to there is on the error's `.result`.
     """
-    unknown = set(options) - set(FineTuneSettings.__dataclass_fields__)
-    if unknown:
-        raise ValueError(f"unknown finetune option(s): {', '.join(sorted(unknown))}; the options are "
-                         f"{', '.join(f for f in FineTuneSettings.__dataclass_fields__ if f not in ('task', 'steps', 'lr', 'batch_size', 'seed'))}")
-    s = FineTuneSettings(task=task, steps=steps, lr=lr, batch_size=batch_size, seed=seed, **options)
-    _check_settings(s)
-    check_task(task, train)
-    if val is not None:
-        check_task(task, val)
-    if isinstance(model, str) or hasattr(model, "__fspath__"):
-        model, _ = load(model, device=device or "cpu", model_class=Bert)
-    names = label_names(task, train)
-    set_seed(seed)                                   # the new head's weights
-    head = _task_model(task, model, train, names)
-    if device is not None:
-        head = head.to(device)
-    result = FineTuneResult(head, s, labels=names)
+    result = prepare(model, tokenizer, train, val, task=task, steps=steps, lr=lr, batch_size=batch_size, seed=seed,
+                     progress=progress, callbacks=callbacks, device=device, **options)
     _train(result, tokenizer, train, val, progress, callbacks)
     return result
 
 
-def _check_settings(s: FineTuneSettings) -> None:
-    for name in ("steps", "batch_size"):
-        if isinstance(getattr(s, name), bool) or not isinstance(getattr(s, name), int) or getattr(s, name) < 1:
-            raise ValueError(f"{name} must be a whole number of at least 1, got {getattr(s, name)!r}")
-    if not (isinstance(s.lr, (int, float)) and math.isfinite(s.lr) and s.lr > 0):
-        raise ValueError(f"lr must be a positive number, got {s.lr!r}")
-    if not 0 <= s.warmup < 1:
-        raise ValueError(f"warmup is the share of steps spent warming up, in [0, 1); got {s.warmup!r}")
-    if s.clip is not None and s.clip <= 0:
-        raise ValueError(f"clip must be positive (or None for no clipping), got {s.clip!r}")
-    if s.eval_every is not None and s.eval_every < 1:
-        raise ValueError(f"eval_every must be at least 1 step (or None: at the end only), got {s.eval_every!r}")
+def prepare(model, tokenizer, train, val=None, *, task: str, steps: int = 100, lr: float = 3e-4,
+            batch_size: int = 16, seed: int = 0, progress: bool = False, callbacks=(), device=None,
+            **options) -> FineTuneResult:
+    """`finetune` up to its first step: every check, and the run with its new head, not trained yet.
+
+    For a caller with more to check against the head before training (the CLI's --test file): then `_train`.
+    """
+    unknown = set(options) - set(FineTuneSettings.__dataclass_fields__)
+    if unknown:
+        raise ValueError(f"unknown finetune option(s): {', '.join(sorted(map(str, unknown)))}; the options are "
+                         f"{', '.join(f for f in FineTuneSettings.__dataclass_fields__ if f not in ('task', 'steps', 'lr', 'batch_size', 'seed'))}")
+    s = FineTuneSettings(task=task, steps=steps, lr=lr, batch_size=batch_size, seed=seed, **options)
+    checks.check_settings(s)
+    checks.check_call(progress, callbacks)
+    checks.check_tokenizer(tokenizer)
+    if device is not None:
+        device = default_device(device)        # a device this machine lacks: a ValueError naming those it has
+    checks.check_records(task, train, "train")
+    if val is not None:
+        checks.check_records(task, val, "val")
+    names, n = checks.label_space(task, train)
+    if val is not None:
+        checks.check_labels(task, val, names, n, "val")
+    if isinstance(model, (str, os.PathLike)):
+        model, own = load(model, device=device or "cpu", model_class=Bert)
+        _warn_if_foreign(own, tokenizer)
+    bert = _encoder(task, model)
+    check_pair(bert, tokenizer)        # more tokens than embeddings: an error; fewer: a warning
+    positions = bert.config.max_position_embeddings
+    if s.max_length is not None and s.max_length > positions:
+        raise ValueError(f"max_length={s.max_length} is more than the model's {positions} positions: pass "
+                         f"max_length={positions} or less")
+    checks.check_encodable(task, train, tokenizer, positions, "train", s.max_length)
+    if val is not None:
+        checks.check_encodable(task, val, tokenizer, positions, "val")
+    set_seed(seed)                                   # the new head's weights
+    head = _task_model(task, model, bert, n, names)
+    if device is not None:
+        head = head.to(device)
+    return FineTuneResult(head, s, labels=names)
 
 
-def _task_model(task: str, model, train, names):
-    """A copy of `model` with `task`'s head: kept if it already is that head, else a new head on its encoder."""
-    if isinstance(model, HEADS[task]) and (task not in ("classify", "tag")
-                                           or model.num_labels == num_labels(task, train, names)):
-        return copy.deepcopy(model)
+def _warn_if_foreign(own, tokenizer) -> None:
+    """A model given by name or folder came with its own tokenizer: say so when `tokenizer` is another one."""
+    given = tokenizer.get_vocab()
+    moved = sum(1 for token, i in given.items() if own.get_vocab().get(token) != i) if given != own.get_vocab() else 0
+    if moved or len(given) != own.vocab_size:
+        log.warning("the tokenizer is not the model's own: %d of its %d tokens are missing from the model's "
+                    "vocabulary or have another id there, so the model reads those ids as other words (use "
+                    "the tokenizer bertlab.load gives with the model)", moved, len(given))
+
+
+def _encoder(task: str, model) -> Bert:
+    """The `Bert` under `model` (a bertlab model: a Bert or any head on one)."""
     bert = model if isinstance(model, Bert) else getattr(model, "bert", None)
     if not isinstance(bert, Bert):
         raise ValueError(f"finetune needs a bertlab model (a Bert or any head on one) or a name for bertlab.load, "
                          f"got {type(model).__name__}")
-    bert = copy.deepcopy(bert)
+    return bert
+
+
+def _task_model(task: str, model, bert: Bert, n: int | None, names):
+    """A copy of `model` with `task`'s head: kept if it already is that head, else a new head on its encoder."""
+    n = len(names) if names is not None else n
+    if isinstance(model, HEADS[task]) and (task not in ("classify", "tag") or model.num_labels == n):
+        return copy.deepcopy(model)
     if bert.pooler is None and task in ("classify", "choice"):
         raise ValueError(f"{task} reads the pooled [CLS] output, but this encoder has no pooler: load the model "
                          "with its pooler (bertlab.load(name, model_class=bertlab.Bert))")
-    n = num_labels(task, train, names) if task in ("classify", "tag") else None
-    return make_head(task, bert, n)
+    return make_head(task, copy.deepcopy(bert), n)
 
 
 def _train(result: FineTuneResult, tokenizer, train, val, progress: bool, callbacks) -> None:
@@ -153,8 +188,10 @@ def _train(result: FineTuneResult, tokenizer, train, val, progress: bool, callba
             loss = model(**{k: v.to(model.device) for k, v in batch.items()}).loss
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            clip_and_step(model, optimizer, s.clip)
+            grad_norm = clip(model, s.clip)
             entry = {"step": step + 1, "loss": loss.item(), "lr": lr}
+            _stop_if_not_finite(result, entry, grad_norm)      # before the update: the weights stay good
+            optimizer.step()
             if val is not None and ((s.eval_every and (step + 1) % s.eval_every == 0) or step + 1 == s.steps):
                 entry.update(_validate(result, tokenizer, val))
                 model.train()
@@ -166,6 +203,19 @@ def _train(result: FineTuneResult, tokenizer, train, val, progress: bool, callba
     finally:
         bar.close()
     model.eval()
+
+
+def _stop_if_not_finite(result: FineTuneResult, entry: dict, grad_norm) -> None:
+    numbers = {"loss": entry["loss"]} | ({"gradient norm": float(grad_norm)} if grad_norm is not None else {})
+    s = result.settings
+    try:
+        stop_if_not_finite(entry["step"], numbers, f"the run up to step {entry['step'] - 1} is on this error's "
+                           f".result. Fine-tune again with a lower lr ({s.lr:g} now), a longer warmup ({s.warmup:g} "
+                           f"now) or a lower clip ({s.clip} now)")
+    except NonFiniteLoss as e:
+        result.model.eval()
+        e.result = result
+        raise
 
 
 def _validate(result: FineTuneResult, tokenizer, val) -> dict:

@@ -71,10 +71,20 @@ def evaluate_task(model, tokenizer, records, *, task: str, tau: float = 0.0, nam
     """Score a fine-tuned head on records of `task`: {"accuracy"} (classify, choice), {"entity_f1"} (tag),
     {"exact_match", "tau"} (qa; `tau` is the no-answer threshold, 0 unless chosen on validation).
 
-    `names` maps string labels to ids, as `FineTuneResult.labels` holds them. The model is put in eval mode.
+    `names` maps string labels to ids, as `FineTuneResult.labels` holds them. The model is put in eval mode
+    (and back as it was). Checked first (checks.py): the records, that `model` is the head `task` is scored
+    with and has an output for each of their labels, and that each fits the model's positions.
     """
-    from .tasks import check_task
-    check_task(task, records)
+    from . import checks
+    checks.check_records(task, records, "records")
+    checks.check_head(task, model, records, names)
+    if isinstance(tau, bool) or not isinstance(tau, (int, float)) or math.isnan(tau):
+        raise ValueError(f"tau must be a number (the no-answer threshold, e.g. result.tau; ±inf: never / always "
+                         f"answer), got {tau!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a whole number of at least 1, got {batch_size!r}")
+    checks.check_tokenizer(tokenizer)
+    checks.check_encodable(task, records, tokenizer, model.config.max_position_embeddings, "records")
     was_training = model.training
     model.eval()
     try:

@@ -6,8 +6,16 @@ inputs, and the head that reads them.
     qa         {"question", "passage", "answer"} (None: no answer) start / end token scores    exact match
     choice     {"context", "endings", "label"}                     each ending's [CLS] → score accuracy
 
-Labels and tags may be whole numbers (0 … n-1) or strings; strings are numbered in sorted order, and the
-names kept, so a prediction can be read back. Tag 0 (or the string "O") means "no entity" for entity F1.
+Labels and tags may be whole numbers (0 … n-1) or strings, not both; strings are numbered in sorted order, and
+the names kept, so a prediction can be read back. Tag 0, or the string "O", means "no entity" for entity F1
+(string tags always number "O" first, added when the data has none). What is checked before training, and
+what each error says: checks.py.
+
+Tagging reads the caller's words as they are: each is split into pieces on its own (its punctuation too:
+"don't" is don ' t, "New-York" new - york), never re-joined with its neighbours and re-split, so a tag
+stays on its word whatever characters the word holds. The word's first piece carries its tag; a word that
+becomes no piece at all (empty, or only a zero-width space) is refused by the checks, since nothing could
+carry its tag. With `max_length`, the words cut off the end are not trained on.
 """
 
 from __future__ import annotations
@@ -44,56 +52,10 @@ def load_task(name: str) -> dict[str, list[dict]]:
     `qa` (a span or no answer), `choice` (the true next sentence among 4). Which task shape each is:
     `bertlab.finetuning.SHIPPED[name]`.
     """
-    if name not in SHIPPED:
+    if not isinstance(name, str) or name not in SHIPPED:
         raise ValueError(f"no shipped task {name!r}: choose one of {', '.join(SHIPPED)}")
     return {split: [json.loads(line) for line in (ASSETS / f"{name}.{split}.jsonl").read_text(encoding="utf-8")
                     .splitlines() if line.strip()] for split in ("train", "val", "test")}
-
-
-def check_task(task: str, records) -> None:
-    """A ValueError that says what is missing, before any training starts."""
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}: choose one of {', '.join(TASKS)} "
-                         "(load_task's sets are named topic, follows, tagging, qa, choice)")
-    if not isinstance(records, (list, tuple)) or not records:
-        raise ValueError(f"{task} needs a non-empty list of records (dicts), got {type(records).__name__}"
-                         + (" of length 0" if isinstance(records, (list, tuple)) else ""))
-    for i, r in enumerate(records):
-        if not isinstance(r, dict):
-            raise ValueError(f"record {i} is a {type(r).__name__}, not a dict: a {task} record has keys "
-                             f"{', '.join(_keys(task))}")
-        missing = [k for k in _keys(task, r) if k not in r]
-        if missing:
-            raise ValueError(f"record {i} of a {task} set lacks {', '.join(missing)}: it has {', '.join(r)}; "
-                             f"a {task} record has keys {', '.join(_keys(task))}")
-        if task == "tag" and len(r["words"]) != len(r["tags"]):
-            raise ValueError(f"record {i}: {len(r['words'])} words but {len(r['tags'])} tags; give one tag a word")
-
-
-def _keys(task: str, record: dict | None = None) -> tuple[str, ...]:
-    if task == "classify":
-        pair = record is not None and ("a" in record or "b" in record)
-        return ("a", "b", "label") if pair else ("text", "label")
-    return FIELDS[task]
-
-
-def label_names(task: str, records) -> list | None:
-    """The sorted label (or tag) names when they are strings; None when they are already numbers."""
-    if task in ("qa", "choice"):
-        return None
-    values = {t for r in records for t in r["tags"]} if task == "tag" else {r["label"] for r in records}
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return None
-    if task == "tag" and "O" in values:     # "O" first, so that id 0 means "no entity" as entity F1 assumes
-        return ["O"] + sorted(v for v in values - {"O"})
-    return sorted(values, key=str)
-
-
-def num_labels(task: str, records, names: list | None) -> int:
-    if names is not None:
-        return len(names)
-    values = [t for r in records for t in r["tags"]] if task == "tag" else [r["label"] for r in records]
-    return max(values) + 1
 
 
 def make_head(task: str, bert, n_labels: int | None):
@@ -130,7 +92,8 @@ def encode(task: str, records: list[dict], tokenizer, names: list | None = None,
         return {k: b[k].view(len(records), C, -1) for k in ("input_ids", "token_type_ids", "attention_mask")} | {
             "labels": torch.tensor([r["label"] for r in records])}
     elif task == "tag":
-        b = tokenizer.batch([" ".join(r["words"]) for r in records], **trunc)
+        # the caller's words, each split on its own: word_ids count them, whatever characters they hold
+        b = tokenizer.batch([list(r["words"]) for r in records], is_split_into_words=True, **trunc)
         labels = torch.full_like(b.input_ids, IGNORE)      # only each word's first piece is scored
         for i, r in enumerate(records):
             previous = None
@@ -158,8 +121,10 @@ def answer_span(enc, answer: str | None, tokenizer) -> tuple[int, int]:
     if answer is None:
         return 0, 0
     ids = [tokenizer.token_to_id(p) for p in tokenizer.tokenize(answer)]
+    if not ids:            # an empty answer would "match" before any token and give the inverted span (s, s - 1)
+        raise ValueError(f"answer {answer!r} marks no span: give the answer's text, or None for no answer")
     for s in range(len(enc)):
         if enc.sequence_ids[s] == 1 and enc.input_ids[s:s + len(ids)] == ids:
             return s, s + len(ids) - 1
-    raise ValueError(f"answer {answer!r} is not in its passage's tokens {enc.tokens}: give an answer that is a "
-                     "span of the passage, or None for no answer")
+    raise ValueError(f"answer {answer!r} is not in its passage's tokens: give an answer that is a span of the "
+                     "passage, or None for no answer")

@@ -14,8 +14,10 @@ import math
 import numbers
 import os
 
+from .. import optim
 from ..checkpoint import resolve
 from ..inputs import check_vocabularies
+from ..optim import NonFiniteLoss  # noqa: F401  (re-exported: the trainer's callers catch it here)
 from ..tokenizer import Tokenizer
 from ..utils import default_device
 from .runfolder import latest_checkpoint
@@ -100,24 +102,19 @@ def _range(whole: bool, low, low_ok: bool, high, name: str) -> str:
     return f"{kind} in {'[' if low_ok else '('}{low}, {high})"
 
 
-class NonFiniteLoss(FloatingPointError):
-    """The loss (or the gradient) of a step is NaN or infinite: the run stops before that step's update."""
-
-
 def stop_if_not_finite(step: int, mlm_loss: float, nsp_loss: float, grad_norm: float, args, out) -> None:
-    """Raise NonFiniteLoss when step `step`'s loss or gradient norm is NaN or infinite, before the optimizer
-    applies it: one such update makes every weight NaN, and the run would go on to save an all-NaN model.
-    The error names the checkpoint in the run folder `out` that resume would start from."""
-    if all(map(_finite, (mlm_loss, nsp_loss, grad_norm))):
+    """Raise NonFiniteLoss (optim's, shared with fine-tuning) when step `step`'s loss or gradient norm is NaN or
+    infinite, before the optimizer applies it. The error names the checkpoint in the run folder `out` that
+    resume would start from."""
+    values = {"MLM": mlm_loss, "NSP": nsp_loss, "gradient norm": grad_norm}
+    if all(map(_finite, values.values())):
         return
     latest = latest_checkpoint(out)
     where = (f"the last good checkpoint, {latest}, is left as the one --resume finds" if latest is not None
              else "no checkpoint was written yet")
-    raise NonFiniteLoss(
-        f"the loss at step {step} is no longer a finite number (MLM {mlm_loss:.4g}, NSP {nsp_loss:.4g}, gradient "
-        f"norm {grad_norm:.4g}), so the run stopped before applying that step's update; {where}. Resuming "
-        f"would replay the same steps, so start a new run with a lower learning rate (--lr {args.lr:g} now), a "
-        f"longer warm-up (--warmup-steps) or a lower --clip ({args.clip:g} now)")
+    optim.stop_if_not_finite(step, values, f"{where}. Resuming would replay the same steps, so start a new run "
+                             f"with a lower learning rate (--lr {args.lr:g} now), a longer warm-up (--warmup-steps) "
+                             f"or a lower --clip ({args.clip:g} now)")
 
 
 def check_init_tokenizer(args, vocab_size: int, tokenizer) -> None:
