@@ -5,7 +5,7 @@
     bertlab pretrain CORPUS [CORPUS ...] --out DIR --overwrite ...     (replaces the run in DIR)
     bertlab lab [DIR] [--no-browser] [--port N] [--solutions [SRC]]
     bertlab book OUT [--repo DIR] [--repo-url URL] [--hub-url URL] [--branch B] [--no-execute]
-    bertlab finetune --model NAME --task classify --train train.jsonl [--val val.jsonl] --out DIR
+    bertlab finetune --model NAME --task classify --train train.jsonl [--val val.jsonl] --out DIR [--overwrite]
     bertlab experiment ablations|finetune|SPEC.json --out DIR [--jobs N] [--shard K/N]
     bertlab replay CARD [--row N]
 
@@ -128,6 +128,9 @@ def main(argv=None) -> int:
     from .experiments import commands  # finetune, experiment, replay: thin commands over the Python API
 
     commands.add_parsers(sub)
+    from .finetuning import command as finetune_command  # the run folder's rules: --out, --overwrite
+
+    finetune_command.extend_parser(sub.choices["finetune"])
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
@@ -157,7 +160,9 @@ def main(argv=None) -> int:
             print(f"bertlab pretrain: error: {e.strerror if isinstance(e, WriteFailed) else e}", file=sys.stderr)
             return 1
         return 130 if run.interrupted else 0    # 128 + SIGINT, as a shell reports a Ctrl-C
-    if args.command in ("finetune", "experiment", "replay"):
+    if args.command == "finetune":      # checks everything, then trains; one-line errors of its own
+        return finetune_command.main(args)
+    if args.command in ("experiment", "replay"):
         try:
             return commands.main(args)
         except (ValueError, FileNotFoundError) as e:
