@@ -80,6 +80,7 @@ def read_jsonl(path, flag: str) -> Records:
             except UnicodeDecodeError as e:
                 raise ValueError(f"{flag} {path}, line {n}: not UTF-8 text ({e.reason} at byte {e.start + 1} of the "
                                  "line): save the file as UTF-8") from None
+            line = line.rstrip("\r\n")
             if n == 1:
                 line = line.removeprefix("\ufeff")           # a byte-order mark some editors write
             if not line.strip():
@@ -94,6 +95,11 @@ def read_jsonl(path, flag: str) -> Records:
             except _DuplicateKey as e:
                 raise ValueError(f"{flag} {path}, line {n}: the key {e.args[0]!r} appears twice, so one of its values "
                                  "would be lost silently: keep one") from None
+            if not isinstance(record, dict):
+                array = ("; the file looks like one JSON array of records: write one record a line (JSONL)"
+                         if n == 1 and isinstance(record, list) and record and isinstance(record[0], dict) else "")
+                raise ValueError(f"{flag} {path}, line {n} is a {type(record).__name__}, not a dict (a JSON object "
+                                 f"with the record's fields){array}")
             records.append(record)
             lines.append(n)
     return Records(records, path, lines)
