@@ -201,7 +201,7 @@ def odd_tokenizer_module(tmp_path_factory):
                                        r"BertForSequenceClassification, the head of task='classify'"),
     (dict(names=None), "string labels: pass names=result.labels"),
     (dict(names=["a", "b", "c"]), "names has 3 labels but the model's head has 2 outputs"),
-    (dict(records=[{"text": "a", "label": "bird"}]), "records record 0 has the label 'bird'"),
+    (dict(records=[{"text": "a", "label": "bird"}]), "^record 0 has the label 'bird', which the model's head does not"),
     (dict(tau=math.nan), "tau must be a number"), (dict(batch_size=0), "batch_size must be"),
     (dict(tokenizer=None), "tokenizer must be a bertlab Tokenizer"), (dict(records=[]), "non-empty"),
     (dict(task="nli"), "unknown task 'nli'"),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 
 from ..model.heads import BertForPreTraining
 from .tasks import FIELDS, HEADS, TASKS, answer_span
@@ -87,7 +88,7 @@ def where(records, i: int, split: str) -> str:
     lines = getattr(records, "lines", None)
     if lines is not None:
         return f"{records.path}, line {lines[i]}"
-    return f"{split} record {i}"
+    return f"record {i}" if split == "records" else f"{split} record {i}"
 
 
 def keys(task: str, record: dict | None = None) -> tuple[str, ...]:
@@ -112,8 +113,11 @@ def check_records(task: str, records, split: str = "train") -> None:
         raise ValueError(f"{split} is a dict of splits ({', '.join(map(str, records))}), as load_task returns: "
                          f"pass one split's list, e.g. data[{'train' if 'train' in records else next(iter(records))!r}]")
     if not isinstance(records, (list, tuple)) or not records:
+        empty = isinstance(records, (list, tuple))
         raise ValueError(f"{task} needs a non-empty list of records (dicts) for {split}, got "
-                         f"{type(records).__name__}" + (" of length 0" if isinstance(records, (list, tuple)) else ""))
+                         f"{type(records).__name__}" + (" of length 0" if empty else "")
+                         + ("; pass val=None for no validation" if empty and split == "val" else "")
+                         + ("; read the file first (one dict a line for JSONL)" if isinstance(records, str) else ""))
     first = None
     for i, r in enumerate(records):
         at = where(records, i, split)
@@ -332,9 +336,12 @@ def check_encodable(task: str, records, tokenizer, positions: int, split: str, m
 
 # ---- the model -------------------------------------------------------------------------------------------
 
-def check_head(task: str, model, records, names: list | None) -> None:
+def check_head(task: str, model, records, names: list | None, against: str = "the model's head") -> None:
     """`model` is the head `task` is scored with, and has an output for every label of `records`."""
     need = HEADS[task]
+    if isinstance(model, (str, os.PathLike)):
+        raise ValueError(f"evaluate_task takes the fine-tuned model itself, got the {type(model).__name__} {model!r}: "
+                         "model, tokenizer = bertlab.load(folder) (a run's label names are in its result.json)")
     if not isinstance(model, need):
         other = next((t for t, h in HEADS.items() if isinstance(model, h)), None)
         said = (f"a {type(model).__name__}, the head of task={other!r}" if other else
@@ -354,5 +361,4 @@ def check_head(task: str, model, records, names: list | None) -> None:
         if len(names) != model.num_labels:
             raise ValueError(f"names has {len(names)} {_name(task)}s but the model's head has {model.num_labels} "
                              "outputs: pass the names of the run that trained this model (result.labels)")
-    check_labels(task, records, names, None if names is not None else model.num_labels, "records",
-                 against="the model's head")
+    check_labels(task, records, names, None if names is not None else model.num_labels, "records", against)

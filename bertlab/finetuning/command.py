@@ -179,10 +179,17 @@ def _run(args) -> int:
                      eval_every=args.eval_every)
     if test is not None:                 # the test set against the head that will be trained, before training
         checks.check_records(args.task, test, "--test")
-        checks.check_head(args.task, result.model, test, result.labels)
+        checks.check_head(args.task, result.model, test, result.labels, against="--train")
         checks.check_encodable(args.task, test, tokenizer, result.model.config.max_position_embeddings, "--test")
 
-    with locked(out):
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(locked(out))            # made if missing; removed again if the run leaves nothing
+        except OSError as e:
+            if isinstance(e, (FileExistsError, PermissionError)):     # in use by another run; not ours to write
+                raise
+            raise ValueError(f"--out {out}: cannot make or lock the folder ({e.strerror or e}): choose a folder you "
+                             "may write to") from None
         check_out(out, args.model, args.overwrite)      # again, now that no other run can write here
         fd, tmp = tempfile.mkstemp(prefix=".metrics.", suffix=".jsonl.tmp", dir=out)
         try:
