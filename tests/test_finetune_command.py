@@ -151,3 +151,25 @@ def test_bad_numbers_are_one_line_before_training(tmp_path, capsys, args, words)
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1, err
     assert not (tmp_path / "run").exists()
+
+
+def test_ctrl_c_while_training_writes_nothing(tmp_path, previous, capsys, monkeypatch):
+    from bertlab.finetuning import loop
+
+    def interrupted(result, *args):
+        raise KeyboardInterrupt
+
+    before = snapshot(previous)
+    monkeypatch.setattr(loop, "_train", interrupted)
+    assert finetune(tmp_path, "--out", previous, "--overwrite") == 130
+    assert "interrupted at step 1 of 2; nothing was written" in capsys.readouterr().err
+    assert snapshot(previous) == before
+    assert finetune(tmp_path, "--out", tmp_path / "new") == 130
+    assert not (tmp_path / "new").exists(), "a folder the run made is removed again"
+
+
+def test_overwrite_may_fine_tune_the_model_folder_in_place(tmp_path, previous):
+    import shutil
+    run = shutil.copytree(previous, tmp_path / "run")
+    assert finetune(tmp_path, "--out", run, "--overwrite", model=run) == 0
+    assert json.loads((run / "result.json").read_text())["model"] == str(run)
