@@ -145,7 +145,9 @@ def test_a_diverged_loss_stops_and_writes_nothing(tmp_path, previous, capsys):
 
 @pytest.mark.parametrize("args, words", [(["--steps", "0"], "steps=0 is out of range"),
                                          (["--lr", "nan"], "lr=nan"), (["--batch-size", "-2"], "batch_size=-2"),
-                                         (["--eval-every", "0"], "eval_every=0"), (["--device", "tpu"], "tpu")])
+                                         (["--eval-every", "0"], "eval_every=0"), (["--device", "tpu"], "tpu"),
+                                         (["--max-length", "2"], "max_length=2"), (["--warmup", "1"], "warmup=1.0"),
+                                         (["--clip", "-1"], "clip=-1.0")])
 def test_bad_numbers_are_one_line_before_training(tmp_path, capsys, args, words):
     assert finetune(tmp_path, "--out", tmp_path / "run", *args) == 2
     err = capsys.readouterr().err
@@ -173,3 +175,11 @@ def test_overwrite_may_fine_tune_the_model_folder_in_place(tmp_path, previous):
     run = shutil.copytree(previous, tmp_path / "run")
     assert finetune(tmp_path, "--out", run, "--overwrite", model=run) == 0
     assert json.loads((run / "result.json").read_text())["model"] == str(run)
+
+
+def test_max_length_cuts_what_the_model_could_not_read(tmp_path, capsys):
+    train = jsonl(tmp_path / "train.jsonl", GOOD + [{"text": "a long film " * 200, "label": "pos"}])
+    assert finetune(tmp_path, "--out", tmp_path / "run", train=train) == 2
+    assert "more than the model's 128 positions: pass max_length=128" in capsys.readouterr().err
+    assert finetune(tmp_path, "--out", tmp_path / "run", "--max-length", "128", train=train) == 0
+    assert json.loads((tmp_path / "run" / "result.json").read_text())["settings"]["max_length"] == 128

@@ -48,6 +48,11 @@ def extend_parser(p) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="fine-tune into an --out that holds a run or a model (another fine-tuning or pre-training run, "
                         "a save, the --model folder), replacing it once the new run has trained")
+    p.add_argument("--max-length", type=int, default=None,
+                   help="cut longer inputs to this many tokens (default: cut nothing; an input longer than the "
+                        "model's positions is refused)")
+    p.add_argument("--warmup", type=float, default=0.1, help="share of the steps spent warming up (default: 0.1)")
+    p.add_argument("--clip", type=float, default=1.0, help="gradient-norm clipping threshold (default: 1.0)")
     for action in p._actions:
         if action.dest == "out":
             action.help = ("folder for the model, metrics.jsonl and result.json (made if missing; one that holds a "
@@ -176,7 +181,7 @@ def _run(args) -> int:
     model, tokenizer = load(args.model, device=args.device)
     result = prepare(model, tokenizer, train, val, task=args.task, steps=args.steps, lr=args.lr,
                      batch_size=args.batch_size, seed=args.seed, progress=args.progress, device=args.device,
-                     eval_every=args.eval_every)
+                     eval_every=args.eval_every, max_length=args.max_length, warmup=args.warmup, clip=args.clip)
     if test is not None:                 # the test set against the head that will be trained, before training
         checks.check_records(args.task, test, "--test")
         checks.check_head(args.task, result.model, test, result.labels, against="--train")
