@@ -141,9 +141,9 @@ def prepare(model, tokenizer, train, val=None, *, task: str, steps: int = 100, l
 
 def _warn_if_foreign(own, tokenizer) -> None:
     """A model given by name or folder came with its own tokenizer: say so when `tokenizer` is another one."""
-    given = tokenizer.get_vocab()
-    moved = sum(1 for token, i in given.items() if own.get_vocab().get(token) != i) if given != own.get_vocab() else 0
-    if moved or len(given) != own.vocab_size:
+    given, mine = tokenizer.get_vocab(), own.get_vocab()
+    moved = sum(1 for token, i in given.items() if mine.get(token) != i)
+    if moved or len(given) != len(mine):
         log.warning("the tokenizer is not the model's own: %d of its %d tokens are missing from the model's "
                     "vocabulary or have another id there, so the model reads those ids as other words (use "
                     "the tokenizer bertlab.load gives with the model)", moved, len(given))
