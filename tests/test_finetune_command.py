@@ -183,3 +183,12 @@ def test_max_length_cuts_what_the_model_could_not_read(tmp_path, capsys):
     assert "more than the model's 128 positions: pass max_length=128" in capsys.readouterr().err
     assert finetune(tmp_path, "--out", tmp_path / "run", "--max-length", "128", train=train) == 0
     assert json.loads((tmp_path / "run" / "result.json").read_text())["settings"]["max_length"] == 128
+
+
+@pytest.mark.parametrize("flag", ["--model", "--out"])
+def test_an_empty_flag_is_one_line(tmp_path, capsys, flag):
+    args = {"--model": "bertlab-tiny", "--out": str(tmp_path / "run")} | {flag: ""}
+    train = jsonl(tmp_path / "train.jsonl", GOOD)
+    assert main(["finetune", "--model", args["--model"], "--task", "classify", "--train", str(train),
+                 "--out", args["--out"]]) == 2
+    assert f"{flag} is empty" in capsys.readouterr().err

@@ -173,6 +173,10 @@ def _run(args) -> int:
     from . import checks
     from .loop import NonFiniteLoss, _train, prepare
 
+    for flag, value in (("--model", args.model), ("--out", args.out), ("--train", args.train)):
+        if not value.strip():
+            raise ValueError(f"{flag} is empty: pass " + ("a model name (bertlab-mini, …) or folder" if flag == "--model"
+                                                          else "a folder" if flag == "--out" else "a JSONL file"))
     out = Path(args.out)
     check_out(out, args.model, args.overwrite)
     train = read_jsonl(args.train, "--train")

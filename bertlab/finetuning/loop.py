@@ -36,7 +36,8 @@ log = logging.getLogger("bertlab")
 
 @dataclass
 class FineTuneSettings:
-    """Everything that decides a fine-tuning run's numbers (with the data and the starting weights)."""
+    """Everything that decides a fine-tuning run's numbers (with the data and the starting weights). Each field's
+    range, and the check against it, is in checks.py (`RANGES`, `check_settings`): one place for both."""
     task: str
     steps: int
     lr: float
@@ -121,6 +122,9 @@ def prepare(model, tokenizer, train, val=None, *, task: str, steps: int = 100, l
     if val is not None:
         checks.check_labels(task, val, names, n, "val")
     if isinstance(model, (str, os.PathLike)):
+        if not str(model).strip():
+            raise ValueError("model is an empty name: pass a model (from bertlab.load), a name such as "
+                             "'bertlab-mini', or a checkpoint folder")
         model, own = load(model, device=device or "cpu", model_class=Bert)
         _warn_if_foreign(own, tokenizer)
     bert = _encoder(task, model)
