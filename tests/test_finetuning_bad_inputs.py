@@ -14,6 +14,7 @@ import torch
 
 import bertlab
 from bertlab.finetuning import NonFiniteLoss, evaluate_task
+from testkit import ODD
 
 TEXTS = [{"text": "the cat sat", "label": "cat"}, {"text": "the dog sat", "label": "dog"}]
 IDS = [{"text": "the cat sat", "label": 0}, {"text": "the dog sat", "label": 1}]
@@ -181,19 +182,10 @@ def test_a_foreign_tokenizer_warns_or_is_refused(odd_tokenizer, caplog):
 # ---- evaluate_task and load_task -------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def classifier(odd_tokenizer_module):
-    from conftest import ODD
+def classifier(odd_tokenizer):
     bertlab.set_seed(0)
     model = bertlab.Bert(bertlab.BertConfig(**ODD))
-    return bertlab.finetune(model, odd_tokenizer_module, TEXTS, task="classify", steps=1, lr=1e-3, batch_size=2)
-
-
-@pytest.fixture(scope="module")
-def odd_tokenizer_module(tmp_path_factory):
-    from conftest import ODD_VOCAB
-    path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
-    path.write_text("".join(t + "\n" for t in ODD_VOCAB))
-    return bertlab.Tokenizer.from_file(path)
+    return bertlab.finetune(model, odd_tokenizer, TEXTS, task="classify", steps=1, lr=1e-3, batch_size=2)
 
 
 @pytest.mark.parametrize("call, words", [
@@ -206,18 +198,18 @@ def odd_tokenizer_module(tmp_path_factory):
     (dict(tokenizer=None), "tokenizer must be a bertlab Tokenizer"), (dict(records=[]), "non-empty"),
     (dict(task="nli"), "unknown task 'nli'"),
 ])
-def test_evaluate_task_says_what_is_wrong(classifier, odd_tokenizer_module, call, words):
-    args = dict(model=classifier.model, tokenizer=odd_tokenizer_module, records=TEXTS, task="classify",
+def test_evaluate_task_says_what_is_wrong(classifier, odd_tokenizer, call, words):
+    args = dict(model=classifier.model, tokenizer=odd_tokenizer, records=TEXTS, task="classify",
                 names=classifier.labels) | call
     with pytest.raises(ValueError, match=words):
         evaluate_task(args.pop("model"), args.pop("tokenizer"), args.pop("records"), **args)
-    assert 0 <= classifier.evaluate(odd_tokenizer_module, TEXTS)["accuracy"] <= 1
+    assert 0 <= classifier.evaluate(odd_tokenizer, TEXTS)["accuracy"] <= 1
 
 
-def test_evaluate_task_names_the_head_a_pre_trained_model_lacks(odd_tokenizer_module):
+def test_evaluate_task_names_the_head_a_pre_trained_model_lacks(odd_tokenizer):
     model, _ = bertlab.load("bertlab-tiny")
     with pytest.raises(ValueError, match="BertForQuestionAnswering .* BertForPreTraining \\(a pre-trained model"):
-        evaluate_task(model, odd_tokenizer_module, QA, task="qa")
+        evaluate_task(model, odd_tokenizer, QA, task="qa")
 
 
 @pytest.mark.parametrize("name", [None, ["topic"], "Topic", "squad", 3])
