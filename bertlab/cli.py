@@ -28,6 +28,7 @@ import argparse
 import dataclasses
 import logging
 import sys
+from pathlib import Path
 
 
 def _add_pretrain(sub) -> argparse.ArgumentParser:
@@ -170,15 +171,22 @@ def main(argv=None) -> int:
     if args.command == "book":
         from .book import Live, build
 
+        kept = " (the book already there is as it was)" if (Path(args.out) / ".bertlab-book").is_file() else ""
         try:
             live = Live(repo=args.repo_url, hub=args.hub_url, branch=args.branch)
             book = build(args.out, args.repo, cache=args.cache, reuse=args.reuse or (), execute=not args.no_execute,
                          live=live)
-        # bad input, a folder that holds something else, a notebook that did not finish: one line
-        except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError,
-                TimeoutError) as e:
-            print(f"bertlab book: error: {e}", file=sys.stderr)
+        # bad input, a folder that holds something else, a notebook that is not one: one line
+        except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError) as e:
+            print(f"bertlab book: error: {e}{kept}", file=sys.stderr)
             return 2
+        except KeyboardInterrupt:
+            print(f"bertlab book: interrupted: nothing was written to {args.out}{kept}", file=sys.stderr)
+            return 130                          # 128 + SIGINT, as a shell reports a Ctrl-C
+        # a notebook whose cell raised, whose kernel died or that did not finish; a full disk: one line
+        except (RuntimeError, TimeoutError, OSError) as e:
+            print(f"bertlab book: error: {e}{kept}", file=sys.stderr)
+            return 1
         print(book.summary())
         for line in book.executed.items():
             print("  %s: %s" % line)

@@ -5,6 +5,7 @@ tests take seconds; tests/browser/test_book_in_browser.py builds the real course
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
@@ -82,6 +83,12 @@ def book(course, tmp_path_factory):
 
 def read(book, page: str) -> str:
     return (book.out / page).read_text(encoding="utf-8")
+
+
+def search_index(book) -> list[dict]:
+    text = (book.out / "_static" / "search-index.js").read_text(encoding="utf-8")
+    assert text.startswith("window.BOOK_INDEX = ") and text.endswith(";\n")
+    return json.loads(text[len("window.BOOK_INDEX = "):-2])
 
 
 # ---- the site ---------------------------------------------------------------------------------------------
@@ -166,10 +173,10 @@ def test_the_glossary_page_renders_the_docs_glossary(book):
 
 
 def test_search_indexes_every_section_with_its_anchor(book):
-    index = (book.out / "_static" / "search-index.js").read_text()
-    assert '"page": "01_second.html"' in index and '"anchor": "#Going-on"' in index
-    assert "WordPiece and attention, searched for." in index
-    assert '"page": "glossary.html"' in index
+    entries = search_index(book)
+    assert {"page": "01_second.html", "title": "01 · Second steps", "heading": "Going on", "anchor": "#Going-on",
+            "text": "WordPiece and attention, searched for."} in entries
+    assert any(e["page"] == "glossary.html" for e in entries)
     assert 'src="_static/search-index.js"' in read(book, "search.html")
 
 

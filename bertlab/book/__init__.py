@@ -18,9 +18,9 @@ Chromium with every request outside the site's folder aborted.
 from __future__ import annotations
 
 import html
-import json
 import re
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from importlib import resources
@@ -28,10 +28,11 @@ from pathlib import Path
 
 import nbformat
 
-from .course import Lesson, course_map, find_glossary, find_lessons
+from .course import Lesson, course_map, find_glossary, find_lessons, read_notebook
 from .execute import executed_notebooks
 from .live import Live
 from .render import Renderer, markdown, pygments_css
+from .sanitize import script_json
 
 __all__ = ["build", "Book", "Live", "find_lessons", "default_repo"]
 
@@ -89,39 +90,89 @@ def build(out, repo=None, *, notebooks=None, cache=None, reuse=(), execute: bool
     (default REPO/build/book-cache). `reuse`: folders of executed copies to use when their cells match (default
     REPO/build/executed, where the test suite's nbval run writes them). `execute=False` renders a notebook with
     no executed copy as it is, without outputs, instead of running it.
+
+    The site is built in a new folder beside `out` and put in its place only when every page is written: a
+    build that fails (a bad argument, a notebook that is not one, a cell that raises, Ctrl-C) leaves the book
+    already in `out` exactly as it was.
     """
     t0 = time.perf_counter()
-    repo = Path(repo) if repo is not None else default_repo()
+    if repo is not None:
+        repo = Path(repo)
+        if not repo.is_dir():
+            raise FileNotFoundError(f"--repo {repo} is not a folder: pass the repository that holds notebooks/ "
+                                    "(or leave --repo out for the one bertlab runs from)")
+    else:
+        repo = default_repo()
     if notebooks is None:
         # from a clone, its notebooks/; from an installed bertlab, the copies shipped inside the package
         notebooks = repo / "notebooks" if repo is not None else Path(str(resources.files("bertlab") / "notebooks"))
     notebooks = Path(notebooks)
     readme = repo / "README.md" if repo is not None and (repo / "README.md").is_file() else None
     live = live or Live()
-    out = Path(out)
-    if out.exists():
-        if not out.is_dir():
-            raise NotADirectoryError(f"{out} is a file: pass a folder for the site")
-        if any(out.iterdir()) and not (out / ".bertlab-book").is_file():
-            raise FileExistsError(f"{out} is not empty and does not hold a bertlab book: pass a new or empty folder "
-                                  "(a book built there before is replaced)")
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    (out / ".bertlab-book").write_text("a site built by `bertlab book`; the next build replaces this folder\n")
+    out = _check_out(Path(out))
     if cache is None and repo is not None:
         cache = repo / "build" / "book-cache"
     if not reuse and repo is not None:
         reuse = [repo / "build" / "executed"]
 
-    lessons = course_map(find_lessons(notebooks), readme)
+    lessons = course_map(find_lessons(notebooks), readme)      # every input is read before anything is written
     glossary = find_glossary(repo) if repo is not None else None
-    if glossary is not None and glossary.parent == notebooks:
-        glossary_nb = glossary
-    else:
-        glossary_nb = None
+    glossary_nb = glossary if glossary is not None and glossary.parent == notebooks else None
     to_run = [l.path for l in lessons] + ([glossary_nb] if glossary_nb else [])
-    nbs, how = executed_notebooks(to_run, cache, list(reuse), execute=execute, timeout=timeout)
 
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
+    try:
+        nbs, how = executed_notebooks(to_run, cache, list(reuse), execute=execute, timeout=timeout)
+        pages, counts = _write_site(work, lessons, nbs, how, glossary, live, repo)
+        _swap(work, out)
+    except BaseException:                       # an error or Ctrl-C: the half-built site goes, the old one stays
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return Book(out=out, pages=pages, lessons=lessons, executed={p.name: h for p, h in how.items()},
+                counts=counts, seconds=time.perf_counter() - t0)
+
+
+MARKER = ".bertlab-book"
+
+
+def _check_out(out: Path) -> Path:
+    """`out` if the site may go there: a new or empty folder, or one that holds a book built before."""
+    if out.is_symlink():
+        raise NotADirectoryError(f"{out} is a link: pass the folder itself (the build replaces the folder, "
+                                 "not what a link points at)")
+    if out.exists():
+        if not out.is_dir():
+            raise NotADirectoryError(f"{out} is a file: pass a folder for the site")
+        if any(out.iterdir()) and not (out / MARKER).is_file():
+            raise FileExistsError(f"{out} is not empty and does not hold a bertlab book: pass a new or empty folder "
+                                  "(a book built there before is replaced)")
+    if out.resolve() in (Path.cwd().resolve(), Path.home().resolve()) or out.resolve() == Path(out.anchor):
+        raise FileExistsError(f"{out} is the current, home or root folder: pass a folder of its own for the site")
+    return out
+
+
+def _swap(work: Path, out: Path) -> None:
+    """Put the finished site `work` where `out` is: the old book is moved aside, the new one renamed into its
+    place (one rename each, on the same file system), then the old one deleted."""
+    old = None
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+        old.rmdir()
+        out.rename(old)
+    try:
+        work.rename(out)
+    except BaseException:
+        if old is not None:
+            old.rename(out)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _write_site(out: Path, lessons, nbs, how, glossary, live: Live, repo) -> tuple[list[str], dict]:
+    """Every page and file of the site, written into `out` (the build's own new folder)."""
+    (out / MARKER).write_text("a site built by `bertlab book`; the next build replaces this folder\n")
     static = out / "_static"
     static.mkdir()
     (static / "plotly.min.js").write_bytes(_plotly_js())
@@ -158,36 +209,43 @@ def build(out, repo=None, *, notebooks=None, cache=None, reuse=(), execute: bool
     (out / "index.html").write_text(site.page("bertlab: the lab book", site.front(), current="index.html"),
                                     encoding="utf-8")
     (out / "search.html").write_text(site.page("Search", site.search_page(), current="search.html"), encoding="utf-8")
-    (static / "search-index.js").write_text("window.BOOK_INDEX = " + json.dumps(search, ensure_ascii=False) + ";\n",
-                                            encoding="utf-8")
-    pages = ["index.html"] + pages + ["teachers.html", "search.html"]
-    return Book(out=out, pages=pages, lessons=lessons, executed={p.name: h for p, h in how.items()},
-                counts=counts, seconds=time.perf_counter() - t0)
+    (static / "search-index.js").write_text("window.BOOK_INDEX = " + script_json(search) + ";\n", encoding="utf-8")
+    return ["index.html"] + pages + ["teachers.html", "search.html"], counts
 
 
 # ---- search ---------------------------------------------------------------------------------------------
 
 def _search_entries(page: str, title: str, nb) -> list[dict]:
-    """One entry per markdown section (heading → its prose), so a hit lands on its section."""
+    """One entry per markdown section (heading → its prose, as plain text), so a hit lands on its section."""
     entries, heading, anchor, text = [], title, "", []
 
     def flush():
-        if text:
-            entries.append({"page": page, "title": title, "heading": heading, "anchor": anchor,
-                            "text": " ".join(" ".join(text).split())[:4000]})
+        plain = _plain_text("\n".join(text))
+        if plain:
+            entries.append({"page": page, "title": title, "heading": _plain_text(heading) or heading,
+                            "anchor": anchor, "text": plain[:4000]})
     for cell in nb.cells:
         if cell.cell_type != "markdown":
             continue
-        for line in cell.source.splitlines():
+        for line in str(cell.source).splitlines():
             h = re.match(r"^#{1,4}\s+(.+)$", line)
             if h:
                 flush()
                 heading, text = h.group(1).strip(), []
                 anchor = "#" + _slug(heading)
             else:
-                text.append(re.sub(r"[*_`>#|]", "", line))
+                text.append(line)
+        text.append("")                          # a cell ends its paragraph
     flush()
     return entries
+
+
+def _plain_text(source: str) -> str:
+    """Markdown as the reader sees it, in one line of plain text: rendered, tags dropped, entities read
+    (a snippet shows "the [MASK] token", not "the `[MASK]` **token**" or "&lt;")."""
+    rendered = markdown(source, {})
+    rendered = re.sub(r"<(br|/p|/li|/h\d|/tr|/td|/th|/div|/blockquote)\b[^>]*>", " ", rendered)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", rendered)).split())
 
 
 def _slug(heading: str) -> str:
@@ -202,7 +260,7 @@ def _slug(heading: str) -> str:
 def _glossary(path: Path, nb, site: "_Site") -> tuple[str, str, list[dict], dict[str, int]]:
     """The glossary page: its title, body, search entries and what it drew (as a lesson's counts)."""
     if path.suffix == ".ipynb":
-        nb = nb or nbformat.read(path, as_version=4)
+        nb = nb or read_notebook(path)
         renderer = Renderer(nb, site.lesson_pages, f"A live widget: this is its picture when the notebook ran. "
                                                    f"To use it, open <code>{html.escape(path.name)}</code> with "
                                                    "<code>bertlab lab</code> and run the cells.")

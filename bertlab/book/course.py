@@ -73,10 +73,40 @@ def find_lessons(notebooks: Path) -> list[Lesson]:
         m = LESSON_FILE.match(path.name)
         if not m or path.name in GLOSSARY_NAMES:
             continue
-        lessons.append(read_lesson(path, nbformat.read(path, as_version=4)))
+        lessons.append(read_lesson(path, read_notebook(path)))
     if not lessons:
         raise FileNotFoundError(f"{notebooks} holds no lesson notebooks (files named like 00_tour.ipynb)")
     return lessons
+
+
+# a notebook larger than this is not read (an executed lesson with its figures is a few MB)
+MAX_NOTEBOOK_BYTES = 256 * 1024 * 1024
+
+
+def read_notebook(path: Path):
+    """The notebook at `path`, or a one-line error naming the file and what is wrong with it: not a regular
+    file (a folder, a device, a link to one), too large, not JSON, or JSON that is not a notebook."""
+    path = Path(path)
+    if not path.is_file():
+        what = "a folder" if path.is_dir() else "missing" if not path.exists() else "not a regular file"
+        raise ValueError(f"{path} is {what}, not a notebook: a lesson is a .ipynb file (move it out of the "
+                         "notebooks folder)")
+    size = path.stat().st_size
+    if size > MAX_NOTEBOOK_BYTES:
+        raise ValueError(f"{path} is {size / 1e6:.0f} MB, more than a notebook the book reads "
+                         f"({MAX_NOTEBOOK_BYTES / 1e6:.0f} MB): clear its outputs (jupyter nbconvert --clear-output)")
+    try:
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+    except nbformat.ValidationError as e:
+        first = str(e.message if hasattr(e, "message") else e).splitlines()[0][:200]
+        raise ValueError(f"{path} is not a valid notebook ({first}): open it in JupyterLab and save it again, "
+                         "or move it out of the notebooks folder") from None
+    except (ValueError, UnicodeDecodeError, OSError, AttributeError, TypeError, KeyError) as e:
+        first = (str(e).splitlines() or [type(e).__name__])[0][:200]
+        raise ValueError(f"{path} is not a notebook (not Jupyter's JSON: {first}): a lesson is a .ipynb file "
+                         "saved by Jupyter") from None
+    return nb
 
 
 def find_glossary(repo: Path) -> Path | None:

@@ -23,7 +23,14 @@ from pathlib import Path
 
 import nbformat
 
+from .course import read_notebook
+
 log = logging.getLogger(__name__)
+
+
+class NotebookFailed(RuntimeError):
+    """A notebook the book ran stopped with an error in one of its cells (one line: which notebook, which
+    cell, what it raised)."""
 
 
 def sources(nb) -> list[tuple[str, str]]:
@@ -37,15 +44,15 @@ def has_outputs(nb) -> bool:
 
 def find_executed(path: Path, folders: list[Path]):
     """An executed copy of the notebook at `path` in one of `folders` whose cells match, else None."""
-    original = nbformat.read(path, as_version=4)
+    original = read_notebook(path)
     for folder in folders:
         candidate = Path(folder) / path.name
         if not candidate.is_file():
             continue
         try:
-            copy = nbformat.read(candidate, as_version=4)
-        except Exception as err:                       # a torn or foreign file: not a copy, run it instead
-            log.warning("ignoring %s: %s", candidate, err)
+            copy = read_notebook(candidate)
+        except ValueError as err:                      # a torn or foreign file: not a copy, run it instead
+            log.warning("ignoring %s", err)
             continue
         if sources(copy) == sources(original) and has_outputs(copy):
             return copy
@@ -64,8 +71,9 @@ def run_notebook(path: Path, timeout: int = 900):
 
     from jupyter_core.utils import run_sync
     from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, DeadKernelError
 
-    nb = nbformat.read(path, as_version=4)
+    nb = read_notebook(path)
     with tempfile.TemporaryDirectory(prefix="bertlab-book-") as tmp:
         work = Path(tmp) / "notebooks"
         shutil.copytree(path.parent, work, ignore=shutil.ignore_patterns(
@@ -82,6 +90,16 @@ def run_notebook(path: Path, timeout: int = 900):
         except asyncio.TimeoutError:
             raise TimeoutError(f"{path.name} did not finish running within {timeout} s: open it in JupyterLab to "
                                "see which cell stops, or give the book an executed copy (--reuse DIR)") from None
+        except CellExecutionError as e:
+            where = next((f"cell {i}" for i, c in enumerate(nb.cells) if c.cell_type == "code" and any(
+                o.get("output_type") == "error" for o in c.get("outputs", []))), "a cell")
+            said = (str(getattr(e, "evalue", "")) or "").splitlines()
+            raise NotebookFailed(f"{path.name}: {where} raised {getattr(e, 'ename', 'an error')}"
+                                 f"{': ' + said[0][:200] if said else ''}; fix the cell (open the notebook in "
+                                 "JupyterLab), or build with --no-execute to show it without outputs") from None
+        except DeadKernelError as e:
+            raise NotebookFailed(f"{path.name}: its kernel died while running ({str(e).splitlines()[0][:120]}); "
+                                 "a cell may use more memory than the machine has") from None
         finally:
             if env_threads is None:
                 os.environ.pop("OMP_NUM_THREADS", None)
