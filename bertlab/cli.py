@@ -95,8 +95,6 @@ def _port(text: str) -> int:
 
 
 def _add_book(sub) -> argparse.ArgumentParser:
-    from .book.live import PLACEHOLDER_HUB, PLACEHOLDER_REPO
-
     p = sub.add_parser("book", help="build the lessons into a static web site (the lab book)",
                        description="Build every lesson notebook into a static site in OUT: one page per lesson "
                                    "with its figures and attention views, the course map, the teacher's notes and "
@@ -106,11 +104,13 @@ def _add_book(sub) -> argparse.ArgumentParser:
     p.add_argument("out", metavar="OUT", help="folder for the site (created; a book built there before is replaced)")
     p.add_argument("--repo", default=None, metavar="DIR",
                    help="the repository whose notebooks/ and README.md to build (default: the one bertlab runs from)")
-    p.add_argument("--repo-url", default=PLACEHOLDER_REPO,
-                   help=f"the git repository the live links open (default: the placeholder {PLACEHOLDER_REPO})")
-    p.add_argument("--hub-url", default=PLACEHOLDER_HUB,
-                   help=f"your class's JupyterHub, for the nbgitpuller links (default: the placeholder {PLACEHOLDER_HUB})")
-    p.add_argument("--branch", default="main", help="the branch the live links open (default: main)")
+    p.add_argument("--repo-url", default=None,
+                   help="the git repository the live links open (default: the origin remote of --repo; without one "
+                        "the pages show no Binder, Colab or hub link)")
+    p.add_argument("--hub-url", default=None,
+                   help="your class's JupyterHub, for the nbgitpuller links (default: none, and no hub link)")
+    p.add_argument("--branch", default=None,
+                   help="the branch the live links open (default: the origin remote's default branch, else main)")
     p.add_argument("--cache", default=None, metavar="DIR",
                    help="where notebooks the build runs are kept for the next build (default: REPO/build/book-cache)")
     p.add_argument("--reuse", action="append", default=None, metavar="DIR",
@@ -173,7 +173,9 @@ def main(argv=None) -> int:
 
         kept = " (the book already there is as it was)" if (Path(args.out) / ".bertlab-book").is_file() else ""
         try:
-            live = Live(repo=args.repo_url, hub=args.hub_url, branch=args.branch)
+            from .book import default_repo
+
+            live = Live.from_git(args.repo or default_repo(), repo=args.repo_url, hub=args.hub_url, branch=args.branch)
             book = build(args.out, args.repo, cache=args.cache, reuse=args.reuse or (), execute=not args.no_execute,
                          live=live)
         # bad input, a folder that holds something else, a notebook that is not one: one line

@@ -108,7 +108,7 @@ def build(out, repo=None, *, notebooks=None, cache=None, reuse=(), execute: bool
         notebooks = repo / "notebooks" if repo is not None else Path(str(resources.files("bertlab") / "notebooks"))
     notebooks = Path(notebooks)
     readme = repo / "README.md" if repo is not None and (repo / "README.md").is_file() else None
-    live = live or Live()
+    live = live if live is not None else Live.from_git(repo)
     out = _check_out(Path(out))
     if cache is None and repo is not None:
         cache = repo / "build" / "book-cache"
@@ -178,6 +178,13 @@ def _write_site(out: Path, lessons, nbs, how, glossary, live: Live, repo) -> tup
     (static / "plotly.min.js").write_bytes(_plotly_js())
     for name in ("book.js", "book.css", "binder.svg"):
         (static / name).write_bytes(_static(name))
+    katex = resources.files("bertlab.book").joinpath("static", "katex")     # vendored, VENDOR.md says from where
+    (static / "katex" / "fonts").mkdir(parents=True)
+    for name in ("katex.min.js", "auto-render.min.js", "katex.min.css", "LICENSE"):
+        (static / "katex" / name).write_bytes(katex.joinpath(name).read_bytes())
+    for font in katex.joinpath("fonts").iterdir():
+        if font.name.endswith(".woff2"):
+            (static / "katex" / "fonts" / font.name).write_bytes(font.read_bytes())
     (static / "pygments.css").write_text(pygments_css())
 
     site = _Site(out, lessons, live, has_glossary=glossary is not None, repo=repo)
@@ -192,8 +199,9 @@ def _write_site(out: Path, lessons, nbs, how, glossary, live: Live, repo) -> tup
             'in the notebook file.</p>')
         prev_l = lessons[i - 1] if i > 0 else None
         next_l = lessons[i + 1] if i + 1 < len(lessons) else None
+        scripts, styles = MATHS if renderer.counts["maths"] else ((), ())
         page = site.page(lesson.title, note + site.live_box(lesson) + f'<article class="notebook">{body}</article>',
-                         current=lesson.page, prev=prev_l, next=next_l)
+                         current=lesson.page, prev=prev_l, next=next_l, scripts=scripts, styles=styles)
         (out / lesson.page).write_text(page, encoding="utf-8")
         counts[lesson.page] = renderer.counts
         search += _search_entries(lesson.page, lesson.title, nb)
@@ -201,7 +209,9 @@ def _write_site(out: Path, lessons, nbs, how, glossary, live: Live, repo) -> tup
     pages = [l.page for l in lessons]
     if glossary is not None:
         title, body, entries, counts["glossary.html"] = _glossary(glossary, nbs.get(glossary), site)
-        (out / "glossary.html").write_text(site.page(title, body, current="glossary.html"), encoding="utf-8")
+        scripts, styles = MATHS if counts["glossary.html"].get("maths") else ((), ())
+        (out / "glossary.html").write_text(site.page(title, body, current="glossary.html", scripts=scripts,
+                                                     styles=styles), encoding="utf-8")
         pages.append("glossary.html")
         search += entries
     (out / "teachers.html").write_text(site.page("Teacher's notes", site.teachers(), current="teachers.html"),
@@ -277,6 +287,17 @@ def _glossary(path: Path, nb, site: "_Site") -> tuple[str, str, list[dict], dict
 
 # ---- the pages --------------------------------------------------------------------------------------------
 
+# The pages' Content-Security-Policy: a second wall behind the sanitizer. Everything a page loads comes from
+# the site's folder (served, or file:// from the disk) or is inline data; no frame, plugin, <base> or form
+# elsewhere. Inline scripts stay allowed: bertviz's views are one (their code is checked, sanitize.py).
+CSP = ("default-src 'self' file: data: blob:; script-src 'self' file: 'unsafe-inline' 'unsafe-eval'; "
+       "style-src 'self' file: 'unsafe-inline'; img-src 'self' file: data: blob:; font-src 'self' file: data:; "
+       "connect-src 'self' file: data: blob:; frame-src 'none'; object-src 'none'; base-uri 'none'; "
+       "form-action 'self' file:")
+
+MATHS = (("katex/katex.min.js", "katex/auto-render.min.js"), ("katex/katex.min.css",))
+
+
 class _Site:
     def __init__(self, out: Path, lessons: list[Lesson], live: Live, has_glossary: bool, repo: Path | None):
         self.out, self.lessons, self.live, self.has_glossary, self.repo = out, lessons, live, has_glossary, repo
@@ -301,7 +322,12 @@ class _Site:
                 f'<input name="q" type="search" placeholder="Search the lessons" aria-label="search"></form>'
                 f'<ol class="toc">{links}</ol></nav>')
 
-    def page(self, title: str, body: str, current: str, prev: Lesson | None = None, next: Lesson | None = None) -> str:
+    def page(self, title: str, body: str, current: str, prev: Lesson | None = None, next: Lesson | None = None,
+             scripts: tuple[str, ...] = (), styles: tuple[str, ...] = ()) -> str:
+        """One page of the site. `scripts` and `styles`: files under _static/ this page needs beyond the
+        site's own (loaded in this order, before book.js), e.g. ("katex/katex.min.js",); plotly.js and the
+        search index are added where the body needs them. Pages that need more (an in-page model, live
+        views) add their files to _static/ and name them here."""
         pager = ""
         if current.endswith(".html") and any(l.page == current for l in self.lessons):
             left = f'<a class="prev" rel="prev" href="{prev.page}">← {html.escape(prev.title)}</a>' if prev else \
@@ -309,15 +335,18 @@ class _Site:
             right = f'<a class="next" rel="next" href="{next.page}">{html.escape(next.title)} →</a>' if next else \
                 '<a class="next" rel="next" href="teachers.html">Teacher\'s notes →</a>'
             pager = f'<nav class="pager" aria-label="previous and next lesson">{left}{right}</nav>'
-        scripts = '<script src="_static/plotly.min.js"></script>' if "plotly-figure" in body else ""
+        names = (["plotly.min.js"] if "plotly-figure" in body else []) + list(scripts)
         if current == "search.html":
-            scripts += '<script src="_static/search-index.js"></script>'
+            names.append("search-index.js")
+        head_scripts = "".join(f'<script src="_static/{html.escape(n)}"></script>' for n in dict.fromkeys(names))
+        head_styles = "".join(f'<link rel="stylesheet" href="_static/{html.escape(n)}">' for n in dict.fromkeys(styles))
         return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(title)} · bertlab</title>
-<link rel="stylesheet" href="_static/book.css"><link rel="stylesheet" href="_static/pygments.css">
-{scripts}<script src="_static/book.js" defer></script>
+<link rel="stylesheet" href="_static/book.css"><link rel="stylesheet" href="_static/pygments.css">{head_styles}
+{head_scripts}<script src="_static/book.js" defer></script>
 </head><body>
 {self.nav(current)}
 <main>{pager}{body}{pager}</main>
@@ -326,26 +355,26 @@ class _Site:
 
     # -- how to run a lesson live
     def live_box(self, lesson: Lesson) -> str:
+        """"Run this lesson live": on one's own computer always; the hub, Binder and Colab only when the book
+        knows where they lead (a repository URL, and a hub for the hub link)."""
         nb = html.escape(lesson.notebook)
-        placeholder = ""
-        if self.live.placeholders:
-            placeholder = ('<p class="placeholder"><strong>Placeholder:</strong> the '
-                           + " and the ".join(html.escape(p) for p in self.live.placeholders)
-                           + " below are not set yet; whoever builds the book passes them to <code>bertlab book</code>.</p>")
+        items = [f"""<li><b>On your computer</b>: <code>pip install 'bertlab[notebooks]'</code> then <code>bertlab lab</code>, and open
+<code>{nb}</code>; or, in a clone of the repository, <code>bash scripts/setup.sh lab &amp;&amp; .venv/bin/jupyter lab notebooks/</code>.</li>"""]
+        hub = self.live.nbgitpuller(lesson.notebook)
+        if hub:
+            items.append(f"""<li><b>Your class's JupyterHub</b>: <a class="hub-link" href="{html.escape(hub)}">open
+{nb} on the hub</a> (nbgitpuller clones or updates the repository in your home folder, keeping your changes).</li>""")
+        binder = self.live.binder(lesson.notebook)
+        if binder:
+            items.append(f"""<li><b>Binder</b>: <a class="binder-link" href="{html.escape(binder)}"><img src="_static/binder.svg"
+alt="launch binder" height="20"></a> (a temporary session; nothing is saved).</li>""")
         colab = self.live.colab(lesson.notebook)
-        colab_item = (f'<li><b>Colab</b>: <a href="{html.escape(colab)}">open in Colab</a>, then run this first cell '
-                      f"(it installs bertlab; Colab keeps its own torch):<pre>{html.escape(self.live.colab_cell())}</pre></li>"
-                      if colab else "<li><b>Colab</b>: only for a GitHub repository (pass a github.com --repo-url).</li>")
-        return f"""<details class="run-live" id="run-live"><summary>Run this lesson live</summary>
-{placeholder}<ul>
-<li><b>On your computer</b>: <code>pip install 'bertlab[notebooks]'</code> then <code>bertlab lab</code>, and open
-<code>{nb}</code>; or, in a clone of the repository, <code>bash scripts/setup.sh lab &amp;&amp; .venv/bin/jupyter lab notebooks/</code>.</li>
-<li><b>Your class's JupyterHub</b>: <a class="hub-link" href="{html.escape(self.live.nbgitpuller(lesson.notebook))}">open
-{nb} on the hub</a> (nbgitpuller clones or updates the repository in your home folder, keeping your changes).</li>
-<li><b>Binder</b>: <a class="binder-link" href="{html.escape(self.live.binder(lesson.notebook))}"><img src="_static/binder.svg"
-alt="launch binder" height="20"></a> (a temporary session; nothing is saved).</li>
-{colab_item}
-</ul></details>"""
+        if colab:
+            items.append(f'<li><b>Colab</b>: <a class="colab-link" href="{html.escape(colab)}">open in Colab</a>, then run '
+                         f"this first cell (it installs bertlab; Colab keeps its own torch):"
+                         f"<pre>{html.escape(self.live.colab_cell())}</pre></li>")
+        return ('<details class="run-live" id="run-live"><summary>Run this lesson live</summary>\n<ul>\n'
+                + "\n".join(items) + "\n</ul></details>")
 
     # -- the front page: the course map
     def front(self) -> str:
@@ -373,10 +402,13 @@ figures and attention views, and open live with one click to change things and w
 <table class="course-map"><thead><tr><th>lesson</th><th>needs</th><th>minutes</th><th>path</th></tr></thead>
 <tbody>{''.join(rows)}</tbody></table>
 <p>Teaching a class? <a href="teachers.html">The teacher's notes</a> say which lesson fits which hour and where the
-solutions are. A class starts from one link: <a href="{html.escape(self.live.nbgitpuller(self.lessons[0].notebook))}">the
-JupyterHub link</a> opens the first lesson for every student.</p>
+solutions are.{self._hub_sentence("A class starts from one link: ", "the JupyterHub link", " opens the first lesson for every student.")}</p>
 <p class="small">The lessons read here as they ran when the book was built. Widgets are pictures of their state
 then; run the notebook to use them.</p>"""
+
+    def _hub_sentence(self, before: str, link: str, after: str) -> str:
+        hub = self.live.nbgitpuller(self.lessons[0].notebook)
+        return f' {before}<a href="{html.escape(hub)}">{link}</a>{after}' if hub else ""
 
     def _page_of(self, number: str) -> str | None:
         return next((l.page for l in self.lessons if l.number == number), None)
@@ -411,7 +443,13 @@ then; run the notebook to use them.</p>"""
                              f'{n_checked} checked by <code>bertlab.check</code>.{widgets}</p>'
                              f'<ul class="exercises">{items}</ul>')
         solutions = self.repo is not None and (self.repo / "solutions").is_dir()
-        hub = html.escape(self.live.nbgitpuller(self.lessons[0].notebook))
+        hub = self.live.nbgitpuller(self.lessons[0].notebook)
+        start = (f"""<p>Give students <a href="{html.escape(hub)}">this JupyterHub link</a> (nbgitpuller: the first click clones the repository into
+each student's home folder, later clicks update it without overwriting their edits); each lesson's page has the
+same link to its own notebook under “Run this lesson live”.""" if hub else
+                 """<p>This book was built without a JupyterHub address, so its pages have no hub link: build it with
+<code>--hub-url https://hub.example.edu</code> (and <code>--repo-url</code>, unless the repository's <code>origin</code>
+remote is the one students pull) to give each lesson a link that opens it on the class's hub.""")
         return f"""<h1>Teacher's notes</h1>
 <h2>Which lesson for which hour</h2>
 <p>A course on transformers that uses BERT as its worked example: the lessons in order, packed into hours by
@@ -419,10 +457,9 @@ then; run the notebook to use them.</p>"""
 discussion and the exercises. Each lesson's page opens with what it covers; its summary is below its title here.</p>
 <table class="schedule"><thead><tr><th></th><th>lessons</th><th>minutes</th></tr></thead><tbody>{schedule}</tbody></table>
 <h2>Starting a class from one link</h2>
-<p>Give students <a href="{hub}">this JupyterHub link</a> (nbgitpuller: the first click clones the repository into
-each student's home folder, later clicks update it without overwriting their edits); each lesson's page has the
-same link to its own notebook under “Run this lesson live”. Without a hub, the Binder badge on each page starts a
-temporary session (nothing is saved), and Colab works for a GitHub repository.</p>
+{start} Without a hub, the Binder badge on each page starts a
+temporary session (nothing is saved), and Colab works for a GitHub repository (both shown when the book knows the
+repository's URL).</p>
 <h2>What each exercise checks</h2>
 <p>Exercises marked ✔ have a check: in the notebook, <code>bertlab.check("04.3", answer)</code> says right or
 wrong, and what kind of wrong, without ever showing the answer; <code>bertlab.hint("04.3")</code> gives hints in

@@ -28,6 +28,8 @@ from .sanitize import bertviz_view, clean_html, clean_plotly, image_src, script_
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+# LaTeX in prose, as JupyterLab finds it: $…$, $$…$$, \(…\), \[…\] (drawn in the page by the vendored KaTeX)
+MATHS = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$|\\\(.+?\\\)|\\\[.+?\\\]", re.S)
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _FORMATTER = HtmlFormatter(nowrap=True)
 
@@ -79,7 +81,7 @@ class Renderer:
         models = state.get("state") if isinstance(state, dict) else None
         self.widgets = {k: v for k, v in models.items() if isinstance(v, dict)} if isinstance(models, dict) else {}
         self._ids = count()
-        self.counts = {"plotly": 0, "widgets": 0, "widgets_without_state": 0, "attention_views": 0}
+        self.counts = {"plotly": 0, "widgets": 0, "widgets_without_state": 0, "attention_views": 0, "maths": 0}
 
     # ---- cells ------------------------------------------------------------------------------------------
 
@@ -88,6 +90,8 @@ class Renderer:
         if "remove-cell" in tags:
             return ""
         if cell.cell_type == "markdown":
+            if MATHS.search(_text(cell.source)):
+                self.counts["maths"] += 1
             return f'<div class="cell markdown">{markdown(cell.source, self.lesson_pages)}</div>'
         if cell.cell_type != "code":
             return ""
@@ -144,6 +148,8 @@ class Renderer:
         if "image/svg+xml" in data:
             return f'<div class="output image">{svg_img(data["image/svg+xml"])}</div>'
         if "text/markdown" in data:
+            if MATHS.search(_text(data["text/markdown"])):
+                self.counts["maths"] += 1
             return f'<div class="output markdown">{markdown(_text(data["text/markdown"]), self.lesson_pages)}</div>'
         if "text/plain" in data:
             return f'<pre class="output text">{html.escape(ANSI.sub("", _text(data["text/plain"])))}</pre>'

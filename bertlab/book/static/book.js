@@ -1,5 +1,6 @@
-// The lab book's only script: draws each plotly figure from the JSON beside it (plotly.js ships with the site),
-// and answers the search page from search-index.js. Nothing is fetched: both work from file:// too.
+// The lab book's script: draws each plotly figure from the JSON beside it (plotly.js ships with the site), fitted
+// to the column; renders the prose's maths with the vendored KaTeX (on pages that have maths); and answers the
+// search page from search-index.js. Nothing is fetched: all of it works from file:// too.
 (function () {
   "use strict";
   function drawFigures() {
@@ -10,13 +11,43 @@
       try {
         const fig = JSON.parse(data.textContent);
         const config = Object.assign({responsive: true, displaylogo: false}, fig.config || {});
-        jobs.push(Plotly.newPlot(div, fig.data || [], fig.layout || {}, config));
+        jobs.push(Plotly.newPlot(div, fig.data || [], fitted(fig.layout || {}, div), config));
       } catch (err) {
         div.textContent = "This figure could not be drawn: " + err;
         div.classList.add("figure-error");
       }
     });
     return Promise.all(jobs);
+  }
+
+  // A figure laid out wider than the column (a notebook's 1,000-px figure beside the lesson list) is drawn at
+  // the column's width instead, keeping its height; narrower ones keep their size.
+  function fitted(layout, div) {
+    const room = div.parentElement ? div.parentElement.clientWidth : 0;
+    if (room > 0 && typeof layout.width === "number" && layout.width > room) {
+      layout = Object.assign({}, layout, {autosize: true});
+      delete layout.width;
+      div.classList.add("fitted");
+    }
+    return layout;
+  }
+
+  // $…$, $$…$$, \(…\), \[…\] in the prose (markdown cells and markdown outputs), as JupyterLab renders them.
+  // trust: false, so \href, \url and \includegraphics render as text and fetch nothing.
+  function renderMaths() {
+    if (!window.renderMathInElement) return;
+    document.querySelectorAll(".cell.markdown, .output.markdown").forEach(function (el) {
+      try {
+        renderMathInElement(el, {
+          delimiters: [{left: "$$", right: "$$", display: true}, {left: "\\[", right: "\\]", display: true},
+                       {left: "$", right: "$", display: false}, {left: "\\(", right: "\\)", display: false}],
+          throwOnError: false, trust: false, strict: "ignore", maxExpand: 1000, maxSize: 50,
+        });
+      } catch (err) {
+        window.BOOK_MATHS_ERROR = String(err);
+      }
+    });
+    window.BOOK_MATHS = document.querySelectorAll(".katex").length;
   }
 
   function escapeHtml(s) {
@@ -58,6 +89,7 @@
   }
 
   function start() {
+    renderMaths();
     search();
     openLive();
     window.addEventListener("hashchange", openLive);
