@@ -54,6 +54,9 @@ MARKDOWN = [
 
 # a figure bertlab would draw, then one built to break the page
 FIGURE = {"data": [{"type": "bar", "x": ["a", "b"], "y": [1, 2]}], "layout": {"title": {"text": "two bars"}}}
+# laid out wider than any column: the page draws it at the column's width
+WIDE_FIGURE = {"data": [{"type": "scatter", "x": [0, 1, 2], "y": [2, 0, 1]}],
+               "layout": {"title": {"text": "wide"}, "width": 2400, "height": 300}}
 HOSTILE_FIGURE = {
     "data": [{"type": "bar", "x": ["</script><script>" + pwn("plotly-close") + "</script>", "<!--<script>"],
               "y": [1, 2], "text": ["<img src=x onerror=" + pwn("plotly-text") + ">", "b"]},
@@ -88,6 +91,7 @@ def outputs(real_view: str | None) -> list:
         new_output("display_data", data={"image/jpeg": "/9j/4AAQ", "text/plain": "jpeg"}),   # valid base64
         new_output("display_data", data={"application/vnd.plotly.v1+json": FIGURE, "text/plain": "fig"}),
         new_output("display_data", data={"application/vnd.plotly.v1+json": HOSTILE_FIGURE, "text/plain": "fig"}),
+        new_output("display_data", data={"application/vnd.plotly.v1+json": WIDE_FIGURE, "text/plain": "wide"}),
         new_output("display_data", data={"text/html": fake_bertviz(), "text/plain": "view"}),
         new_output("stream", name="stdout", text="</pre><script>" + pwn("stream") + "</script>"),
         new_output("error", ename="E", evalue="v", traceback=["<img src=x onerror=\"" + pwn("traceback") + "\">"]),
@@ -155,5 +159,6 @@ def make_hostile_course(root: Path) -> Path:
     return root
 
 
-ATTACKS = sorted({part.split("'")[1] for part in json.dumps([MARKDOWN, HOSTILE_FIGURE, fake_bertviz(), widget_state()])
+# the name of every attack that would set window.__pwned
+ATTACKS = sorted({part.split("'")[1] for part in json.dumps([MARKDOWN, outputs(None), widget_state()])
                   .split("window.__pwned=")[1:]})

@@ -230,11 +230,11 @@ def test_nothing_the_hostile_notebook_brought_can_run_or_fetch(hostile):
 def test_the_hostile_notebooks_legitimate_outputs_are_still_shown(hostile):
     page = (hostile.out / "00_hostile.html").read_text(encoding="utf-8")
     counts = hostile.counts["00_hostile.html"]
-    assert counts["plotly"] == 3 and counts["widgets"] == 1 and counts["maths"] >= 1
+    assert counts["plotly"] == 4 and counts["widgets"] == 1 and counts["maths"] >= 1
     e = parse(page)
     figures = [json.loads(s["text"]) for s in e.scripts if s["type"] == "application/json"]
     assert [f["layout"].get("title", {}).get("text") for f in figures] == ["two bars", "<!--<script> swallowed",
-                                                                           "two bars"]
+                                                                           "wide", "two bars"]
     hostile_fig = figures[1]                           # its strings are data, kept as written
     assert hostile_fig["data"][0]["x"][0] == HOSTILE_FIGURE["data"][0]["x"][0]
     assert [t["type"] for t in hostile_fig["data"]] == ["bar"] and hostile_fig["layout"]["images"] == []
