@@ -18,6 +18,7 @@ Chromium with every request outside the site's folder aborted.
 from __future__ import annotations
 
 import html
+import logging
 import re
 import shutil
 import tempfile
@@ -28,11 +29,13 @@ from pathlib import Path
 
 import nbformat
 
-from .course import Lesson, course_map, find_glossary, find_lessons, read_notebook
+from .course import Lesson, course_map, find_glossary, find_lessons, read_notebook, read_text
 from .execute import executed_notebooks
 from .live import Live
 from .render import Renderer, markdown, pygments_css
 from .sanitize import script_json
+
+log = logging.getLogger(__name__)
 
 __all__ = ["build", "Book", "Live", "find_lessons", "default_repo"]
 
@@ -120,8 +123,15 @@ def build(out, repo=None, *, notebooks=None, cache=None, reuse=(), execute: bool
     glossary_nb = glossary if glossary is not None and glossary.parent == notebooks else None
     to_run = [l.path for l in lessons] + ([glossary_nb] if glossary_nb else [])
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
+    except OSError as e:
+        raise PermissionError(f"cannot write the site beside {out} (the build makes its new folder in "
+                              f"{out.parent}, then renames it): {e.strerror or e}; pass a folder you can write "
+                              "to") from None
+    if live.hub is not None and live.repo is None:
+        log.warning("the JupyterHub link needs the repository students pull: pass --repo-url (it is left out)")
     try:
         nbs, how = executed_notebooks(to_run, cache, list(reuse), execute=execute, timeout=timeout)
         pages, counts = _write_site(work, lessons, nbs, how, glossary, live, repo)
@@ -278,7 +288,7 @@ def _glossary(path: Path, nb, site: "_Site") -> tuple[str, str, list[dict], dict
         entries = _search_entries("glossary.html", "Glossary", nb)
         return "Glossary", f'<article class="notebook">{body}</article>', entries, renderer.counts
     else:
-        source = path.read_text(encoding="utf-8")
+        source = read_text(path)
         body = f'<div class="cell markdown">{markdown(source, site.lesson_pages)}</div>'
         entries = _search_entries("glossary.html", "Glossary", nbformat.v4.new_notebook(
             cells=[nbformat.v4.new_markdown_cell(source)]))

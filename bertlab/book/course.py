@@ -109,6 +109,16 @@ def read_notebook(path: Path):
     return nb
 
 
+def read_text(path: Path) -> str:
+    """A text file the book reads (README.md, docs/glossary.md), or a one-line error naming it."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not UTF-8 text (byte {e.start}): save it as UTF-8") from None
+    except OSError as e:
+        raise ValueError(f"{path} cannot be read: {e.strerror or e}") from None
+
+
 def find_glossary(repo: Path) -> Path | None:
     """The glossary if the course has one: notebooks/glossary.ipynb or docs/glossary.md."""
     for candidate in [repo / "notebooks" / n for n in GLOSSARY_NAMES] + [repo / "docs" / "glossary.md"]:
@@ -143,6 +153,27 @@ def _first_sentence(text: str, limit: int = 220) -> str:
     return s if len(s) <= limit else s[: limit - 1].rstrip() + "…"
 
 
+def _metadata(path: Path, nb) -> dict:
+    """The notebook's `metadata["bertlab"]`, checked: prerequisites a list of lesson numbers, minutes a whole
+    number, path "core" or "optional"; anything else is a one-line error naming the file and the field."""
+    meta = nb.metadata.get("bertlab", {})
+    if not isinstance(meta, dict):
+        return {}
+    where = f"{path.name}: metadata bertlab"
+    pre = meta.get("prerequisites")
+    if pre is not None and not (isinstance(pre, list) and all(
+            (isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 99)
+            or (isinstance(x, str) and re.fullmatch(r"\d\d", x)) for x in pre)):
+        raise ValueError(f"{where}.prerequisites must be a list of lesson numbers such as [\"02\", \"04\"], "
+                         f"got {pre!r:.60}")
+    minutes = meta.get("minutes")
+    if minutes is not None and not (isinstance(minutes, int) and not isinstance(minutes, bool) and 0 < minutes < 10_000):
+        raise ValueError(f"{where}.minutes must be a whole number of minutes, got {minutes!r:.60}")
+    if meta.get("path") not in (None, "core", "optional"):
+        raise ValueError(f"{where}.path must be \"core\" or \"optional\", got {meta.get('path')!r:.60}")
+    return meta
+
+
 def read_lesson(path: Path, nb) -> Lesson:
     m = LESSON_FILE.match(path.name)
     number = m.group(1) if m else path.stem[:2]
@@ -165,7 +196,7 @@ def read_lesson(path: Path, nb) -> Lesson:
                 lesson.summary = _first_sentence(_plain(p), 300)
                 break
 
-    meta = nb.metadata.get("bertlab", {}) if isinstance(nb.metadata.get("bertlab", {}), dict) else {}
+    meta = _metadata(path, nb)
     pre = re.search(r"\bPrerequisites?\b:?(?:\*\*)?:?\s*(.+?)(?:\*\*|\n\s*\n|$)", opening, re.S | re.I)
     if "prerequisites" in meta:
         lesson.prerequisites = [f"{int(x):02d}" if str(x).isdigit() else str(x) for x in meta["prerequisites"]]
@@ -253,7 +284,7 @@ def read_start_here(readme: Path | None) -> dict[str, str]:
     the core path up to 07")."""
     if readme is None or not Path(readme).is_file():
         return {}
-    text = Path(readme).read_text(encoding="utf-8")
+    text = read_text(readme)
     m = re.search(r"^(#{1,4})\s*Start here[^\n]*\n(.*?)(?=^#{1,4}\s|\Z)", text, re.M | re.S | re.I)
     if not m:
         return {}
@@ -284,7 +315,7 @@ def read_start_here_minutes(readme: Path | None) -> dict[str, int]:
     "read" (or else "minutes" / "time"): the minutes the map shows for each lesson."""
     if readme is None or not Path(readme).is_file():
         return {}
-    text = Path(readme).read_text(encoding="utf-8")
+    text = read_text(readme)
     m = re.search(r"^(#{1,4})\s*Start here[^\n]*\n(.*?)(?=^#{1,4}\s|\Z)", text, re.M | re.S | re.I)
     rows = re.findall(r"^\|(.*)\|[ \t]*$", m.group(2), re.M) if m else []
     if not rows:
@@ -307,7 +338,7 @@ def read_readme_table(readme: Path | None) -> dict[str, str]:
     """{slug: what you see} from the README's notebook table (its rows start with | `NN_name` |)."""
     if readme is None or not Path(readme).is_file():
         return {}
-    rows = re.findall(r"^\|\s*`(\d\d_[A-Za-z0-9_]+)`\s*\|\s*([^|]+)\|", Path(readme).read_text(encoding="utf-8"), re.M)
+    rows = re.findall(r"^\|\s*`(\d\d_[A-Za-z0-9_]+)`\s*\|\s*([^|]+)\|", read_text(readme), re.M)
     return {slug: _plain(what) for slug, what in rows}
 
 

@@ -76,7 +76,7 @@ def run_notebook(path: Path, timeout: int = 900):
     nb = read_notebook(path)
     with tempfile.TemporaryDirectory(prefix="bertlab-book-") as tmp:
         work = Path(tmp) / "notebooks"
-        shutil.copytree(path.parent, work, ignore=shutil.ignore_patterns(
+        shutil.copytree(path.parent, work, symlinks=True, ignore=shutil.ignore_patterns(
             "*.ipynb", "__pycache__", ".ipynb_checkpoints", "runs"))
         env_threads = os.environ.get("OMP_NUM_THREADS")
         os.environ.setdefault("OMP_NUM_THREADS", "1")        # as nbval runs them (notebooks/conftest.py)
@@ -127,7 +127,11 @@ def executed_notebooks(paths: list[Path], cache: Path | None, reuse: list[Path] 
         nb = run_notebook(path, timeout)
         how[path] = f"ran in {time.perf_counter() - t:.1f} s"
         if cache:
-            Path(cache).mkdir(parents=True, exist_ok=True)
-            nbformat.write(nb, Path(cache) / path.name)
+            try:
+                Path(cache).mkdir(parents=True, exist_ok=True)
+                nbformat.write(nb, Path(cache) / path.name)
+            except OSError as e:
+                raise NotADirectoryError(f"the cache {cache} cannot hold executed notebooks ({e.strerror or e}): "
+                                         "pass --cache a folder you can write to") from None
         out[path] = nb
     return out, how
