@@ -170,6 +170,7 @@ HOSTILE = [
     ("02.1", returns(Liar()), "wrong type"),
     ("02.1", returns(AlwaysEqualInt(1)), None),
     ("02.1", raises(RecursionError("deep")), "your function failed"),
+    ("02.1", raises(SystemExit(3)), "your function failed"),             # exit() in a learner's function
     ("02.1", returns(torch.full((1, 5, 8), float("nan"))), None),
     ("03.1", returns((Raiser(), Raiser())), "wrong type"),
     ("05.3", returns(Liar()), "wrong type"),
@@ -187,6 +188,20 @@ def test_an_answer_that_lies_or_raises_is_a_cross_with_a_message(exercise, answe
         assert result.kind == kind, str(result)
     str(result), result._repr_html_()                    # prints, in a terminal and in a notebook
     assert all_eval("minilm")
+
+
+def test_torchs_global_switches_set_by_an_answer_are_put_back():
+    right = solution("02.1")
+
+    def switches(embeddings, input_ids, token_type_ids):
+        torch.set_default_dtype(torch.float64)
+        torch.set_grad_enabled(True)
+        return right(embeddings, input_ids, token_type_ids)
+    assert torch.get_default_dtype() == torch.float32
+    with torch.no_grad():
+        bertlab.check("02.1", switches)
+        assert not torch.is_grad_enabled()
+    assert torch.get_default_dtype() == torch.float32 and torch.is_grad_enabled()
 
 
 def test_plain_reads_values_through_their_base_classes():

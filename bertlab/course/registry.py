@@ -364,7 +364,7 @@ def run_learner(fn, *args):
     checks after it."""
     try:
         out = fn(*(_copy(a) for a in args))
-    except Exception as e:      # noqa: BLE001 -- the learner's code may raise anything; say what, do not crash
+    except (Exception, SystemExit) as e:    # noqa: BLE001 -- the learner's code may raise anything (exit() too)
         return None, wrong(f"your function raised {type(e).__name__}: {_message(e)}", kind="your function failed")
     try:
         return plain(out), None
@@ -456,12 +456,18 @@ def check(exercise: str, answer) -> Result:
         return Result(ex.id, False, f"reading your answer raised {type(e).__name__}: {_message(e)}; pass "
                                     f"{ex.expects} (stuck? bertlab.hint({ex.id!r}))", "could not read the answer")
     before = _fingerprints()
+    import torch
+
+    dtype, grad = torch.get_default_dtype(), torch.is_grad_enabled()    # torch's global switches, as they were
     try:
         verdict = ex.rule(answer)
     except Exception as e:      # noqa: BLE001 -- the answer made the check fail: a ✗ that says so, not a traceback
         log.debug("check %s raised", ex.id, exc_info=True)
         verdict = wrong(f"checking your answer raised {type(e).__name__}: {_message(e)}; pass {ex.expects}",
                         kind="could not check the answer")
+    finally:
+        torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(grad)
     changed = _changed_since(before)
     if changed and isinstance(verdict, _Verdict):
         verdict = wrong(f"your answer changed the course's own copy of {' and '.join(changed)} (its weights or its "
