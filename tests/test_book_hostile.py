@@ -269,6 +269,15 @@ def test_search_snippets_are_plain_text(hostile, tmp_path):
 
 # ---- the pieces -------------------------------------------------------------------------------------------------
 
+def test_a_widget_state_whose_boxes_hold_themselves_draws_once_and_stops():
+    from bertlab.book.render import Renderer
+
+    box = {"model_name": "HBoxModel", "state": {"children": ["IPY_MODEL_b"] * 10}}
+    nb = new_notebook(metadata={"widgets": {"application/vnd.jupyter.widget-state+json": {"state": {"b": box}}}})
+    out = Renderer(nb, {}, "live").widget("b", {})
+    assert out.count("w-hbox") <= 2001 and "live" in out
+
+
 @pytest.mark.parametrize("markup, gone, kept", [
     ('<a href="javascript:alert(1)">x</a>', "javascript", "x</a>"),
     ('<a href=" jAvAsCrIpT:alert(1)">x</a>', "alert", "x</a>"),

@@ -30,6 +30,8 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 # LaTeX in prose, as JupyterLab finds it: $…$, $$…$$, \(…\), \[…\] (drawn in the page by the vendored KaTeX)
 MATHS = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$|\\\(.+?\\\)|\\\[.+?\\\]", re.S)
+# the most widget models one widget's picture draws (bertlab's largest uses about 60)
+MAX_WIDGET_MODELS = 2000
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _FORMATTER = HtmlFormatter(nowrap=True)
 
@@ -39,7 +41,7 @@ def pygments_css() -> str:
 
 
 def _text(value) -> str:
-    return "".join(value) if isinstance(value, list) else str(value or "")
+    return "".join(str(v) for v in value) if isinstance(value, list) else str(value or "")
 
 
 def markdown(source: str, lesson_pages: dict[str, str]) -> str:
@@ -179,6 +181,7 @@ class Renderer:
             body = f'<pre class="output text">{plain}</pre>' if plain.strip() else ""
             return (f'<div class="output widget-snapshot">{body}<p class="live-note">{self.live_line} '
                     "(this widget's state was not saved when the notebook ran, so there is no picture of it)</p></div>")
+        self._budget = MAX_WIDGET_MODELS
         inner = self.model(model_id, depth=0)
         return (f'<div class="output widget-snapshot"><div class="widget-picture">{inner}</div>'
                 f'<p class="live-note">{self.live_line}</p></div>')
@@ -186,7 +189,8 @@ class Renderer:
     def model(self, model_id: str, depth: int) -> str:
         """A widget model as a static picture: boxes lay their children out, Output areas show their outputs,
         controls show their description and value, labels and HTML their text."""
-        if depth > 30 or model_id not in self.widgets:
+        self._budget -= 1                           # a state whose boxes hold themselves draws once, not forever
+        if depth > 30 or self._budget < 0 or model_id not in self.widgets:
             return ""
         entry = self.widgets[model_id]
         s = entry.get("state") if isinstance(entry.get("state"), dict) else {}
