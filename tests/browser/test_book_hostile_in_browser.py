@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import http.server
 import threading
+from urllib.parse import quote
 
 import pytest
 from hostile_book import ATTACKS, make_hostile_course
@@ -74,6 +75,9 @@ def test_no_script_the_notebook_brought_runs_and_nothing_leaves_the_site(hostile
             assert pwned is None, f"{name}: the attack {pwned!r} ran"
         visit.open(server + "search.html?q=lesson")
         visit.page.locator("#search-results li").first.wait_for()
+        assert "A lesson <img" in visit.page.locator("#search-results li a").first.text_content()   # as text
+        visit.open(server + "search.html?q=" + quote("<img src=x onerror=window.__pwned='query'>"))
+        assert "No section mentions <img" in visit.page.locator("#search-results li").first.text_content()
         assert visit.page.evaluate("() => window.__pwned === undefined")
         assert not dialogs, dialogs
         assert not visit.blocked, "requests outside the site:\n" + "\n".join(sorted(set(visit.blocked)))

@@ -50,10 +50,6 @@
     window.BOOK_MATHS = document.querySelectorAll(".katex").length;
   }
 
-  function escapeHtml(s) {
-    return s.replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
-  }
-
   function search() {
     const box = document.getElementById("search-q"), list = document.getElementById("search-results");
     if (!box || !list || !window.BOOK_INDEX) return;
@@ -70,14 +66,22 @@
       hits.push([score, e]);
     }
     hits.sort((a, b) => b[0] - a[0]);
-    list.innerHTML = hits.length ? "" : "<li>No section mentions " + escapeHtml(q) + ".</li>";
+    list.replaceChildren();
+    if (!hits.length) {
+      const li = document.createElement("li");
+      li.textContent = "No section mentions " + q + ".";
+      list.appendChild(li);
+    }
     for (const [, e] of hits.slice(0, 50)) {
       const i = e.text.toLowerCase().indexOf(terms[0]);
       const snippet = e.text.slice(Math.max(0, i - 80), i + 160);
-      const li = document.createElement("li");
-      li.innerHTML = '<a href="' + e.page + e.anchor + '">' + escapeHtml(e.title) +
-        (e.heading !== e.title ? " › " + escapeHtml(e.heading) : "") + "</a><div class=snippet>…" +
-        escapeHtml(snippet) + "…</div>";
+      // built from text nodes and a href set as a property: nothing in the index is ever parsed as HTML
+      const li = document.createElement("li"), a = document.createElement("a"), div = document.createElement("div");
+      a.setAttribute("href", e.page + e.anchor);
+      a.textContent = e.title + (e.heading !== e.title ? " › " + e.heading : "");
+      div.className = "snippet";
+      div.textContent = "…" + snippet + "…";
+      li.append(a, div);
       list.appendChild(li);
     }
   }
