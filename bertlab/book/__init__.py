@@ -10,9 +10,17 @@ handling anyway (plotly drawn from its JSON by a local plotly.js, widgets as pic
 state); the site is plain files: `OUT/index.html` opens from the disk (file://) or any static host.
 
 The site's own files are all it loads: plotly.min.js is copied from the plotly package, the attention views
-carry their d3 and jQuery inside (bertlab.viz.bertviz_views), nothing needs require.js, and the pages use the
-reader's system fonts, so there is no font to fetch. tests/browser/test_book_in_browser.py opens every page in
-Chromium with every request outside the site's folder aborted.
+carry their d3 and jQuery inside (bertlab.viz.bertviz_views), nothing needs require.js, the maths is typeset by
+the KaTeX vendored in static/katex/ (with its fonts; the text uses the reader's system fonts), and every page
+says so in its Content-Security-Policy. tests/browser/test_book_in_browser.py opens every page in Chromium with
+every request outside the site's folder aborted.
+
+The notebooks may be someone else's: everything they bring is sanitized before it goes into a page
+(sanitize.py). A build happens in a new folder beside OUT that replaces OUT only when it is complete, so a
+failed or interrupted build leaves the last book as it was.
+
+Adding to a page: `_Site.page(..., scripts=("name.js",), styles=("name.css",))` loads files the build put in
+OUT/_static/ (write them in `_write_site`), before book.js; the pages' CSP allows the site's own files only.
 """
 
 from __future__ import annotations
