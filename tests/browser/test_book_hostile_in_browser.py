@@ -118,3 +118,22 @@ def test_figures_views_and_maths_still_work(hostile_site, browser):
         assert not visit.blocked and not visit.errors, (visit.blocked, visit.errors)
     finally:
         visit.close()
+
+
+def test_from_the_disk_too(hostile_site, browser):
+    """file://, as a reader who downloaded the folder opens it: the page's CSP lets the site's own files load
+    (figures, KaTeX and its fonts) and nothing the notebook brought run."""
+    book, _ = hostile_site
+    site = book.out.resolve().as_uri() + "/"
+    visit = Visit(browser, (site, "data:", "blob:"))
+    try:
+        visit.open(site + "00_hostile.html")
+        poke(visit.page)
+        seen = visit.page.evaluate("""() => ({pwned: window.__pwned === undefined ? null : String(window.__pwned),
+          drawn: [...document.querySelectorAll('.plotly-figure')].filter(f => f.querySelector('.main-svg')).length,
+          maths: window.BOOK_MATHS || 0})""")
+        assert seen["pwned"] is None and seen["drawn"] == book.counts["00_hostile.html"]["plotly"], seen
+        assert seen["maths"] >= 3, seen
+        assert not visit.blocked and not visit.errors, (visit.blocked, visit.errors)
+    finally:
+        visit.close()
