@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -104,6 +105,40 @@ def test_ctrl_c_during_the_build_leaves_the_old_book_as_it_was(old_book, tmp_pat
     assert snapshot(out) == before and not leftovers(tmp_path)
     with pytest.raises(KeyboardInterrupt):            # from Python: the interrupt goes on, the old book stays
         build(out, course, execute=False)
+    assert snapshot(out) == before and not leftovers(tmp_path)
+
+
+def test_a_real_ctrl_c_while_a_notebook_runs_leaves_the_old_book_as_it_was(old_book, tmp_path):
+    """SIGINT to the command while its kernel runs a cell (nbclient's own signal handler stops the kernel and
+    then raises what that caused): exit 130, one line, the old book as it was, nothing left beside it."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    course, out, before = old_book
+    nb = nbformat.read(course / "notebooks" / "00_one.ipynb", as_version=4)
+    nb.cells.append(new_code_cell("import time\ntime.sleep(120)"))
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, course / "notebooks" / "00_one.ipynb")
+    command = [sys.executable, "-c", "import sys; from bertlab.cli import main; sys.exit(main())",
+               "book", str(out), "--repo", str(course)]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    said = []
+    for line in proc.stderr:                      # wait until the notebook is running
+        said.append(line)
+        if "running 00_one.ipynb" in line:
+            break
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, rest = proc.communicate(timeout=90)
+    finally:
+        proc.kill()
+    errors = [line for line in (said + rest.splitlines()) if line.strip() and not line.startswith("INFO")]
+    assert proc.returncode == 130, errors
+    assert len(errors) == 1 and errors[0].startswith("bertlab book: interrupted") and "as it was" in errors[0], errors
     assert snapshot(out) == before and not leftovers(tmp_path)
 
 

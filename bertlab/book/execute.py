@@ -17,7 +17,10 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
+import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -61,7 +64,8 @@ def find_executed(path: Path, folders: list[Path]):
 
 def run_notebook(path: Path, timeout: int = 900):
     """Run a notebook top to bottom in a copy of its folder (so files it writes stay out of the repository);
-    an error in a cell stops it with nbclient's CellExecutionError, which names the cell.
+    a cell that raises, a kernel that dies or a run past `timeout` is a one-line error naming the notebook
+    (and the cell); Ctrl-C stops it as a KeyboardInterrupt.
 
     `timeout` bounds the whole notebook, not only each cell: nbclient waits without a limit for a cell's
     last output message, and notebook 09 once waited there more than 10 minutes with its kernel idle (the
@@ -84,23 +88,44 @@ def run_notebook(path: Path, timeout: int = 900):
                                 resources={"metadata": {"path": str(work)}})
 
         async def execute():
-            return await asyncio.wait_for(client.async_execute(), timeout)
+            # the kernel process's own stderr (start-up warnings, a traceback when it is stopped mid-reply) is
+            # not the lesson's: the cells' outputs come through Jupyter's messages, which are all kept
+            return await asyncio.wait_for(client.async_execute(stderr=subprocess.DEVNULL), timeout)
+
+        # Ctrl-C: while a notebook runs, nbclient's own SIGINT handler stops the kernel (and records that in
+        # its _async_cleanup_kernel_future), then raises whatever that caused (DeadKernelError, or an
+        # AssertionError from its clean-up); before and after, ours does. Either way the build stops as
+        # interrupted.
+        interrupted: list[bool] = []
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            def on_sigint(signum, frame):
+                interrupted.append(True)
+                raise KeyboardInterrupt
+            previous = signal.signal(signal.SIGINT, on_sigint)
         try:
             run_sync(execute)()
-        except asyncio.TimeoutError:
-            raise TimeoutError(f"{path.name} did not finish running within {timeout} s: open it in JupyterLab to "
-                               "see which cell stops, or give the book an executed copy (--reuse DIR)") from None
-        except CellExecutionError as e:
-            where = next((f"cell {i}" for i, c in enumerate(nb.cells) if c.cell_type == "code" and any(
-                o.get("output_type") == "error" for o in c.get("outputs", []))), "a cell")
-            said = (str(getattr(e, "evalue", "")) or "").splitlines()
-            raise NotebookFailed(f"{path.name}: {where} raised {getattr(e, 'ename', 'an error')}"
-                                 f"{': ' + said[0][:200] if said else ''}; fix the cell (open the notebook in "
-                                 "JupyterLab), or build with --no-execute to show it without outputs") from None
-        except DeadKernelError as e:
-            raise NotebookFailed(f"{path.name}: its kernel died while running ({str(e).splitlines()[0][:120]}); "
-                                 "a cell may use more memory than the machine has") from None
+        except BaseException as e:
+            if interrupted or getattr(client, "_async_cleanup_kernel_future", None) is not None:
+                raise KeyboardInterrupt from None
+            if isinstance(e, asyncio.TimeoutError):
+                raise TimeoutError(f"{path.name} did not finish running within {timeout} s: open it in JupyterLab "
+                                   "to see which cell stops, or give the book an executed copy (--reuse DIR)") from None
+            if isinstance(e, CellExecutionError):
+                where = next((f"cell {i}" for i, c in enumerate(nb.cells) if c.cell_type == "code" and any(
+                    o.get("output_type") == "error" for o in c.get("outputs", []))), "a cell")
+                said = (str(getattr(e, "evalue", "")) or "").splitlines()
+                raise NotebookFailed(f"{path.name}: {where} raised {getattr(e, 'ename', 'an error')}"
+                                     f"{': ' + said[0][:200] if said else ''}; fix the cell (open the notebook in "
+                                     "JupyterLab), or build with --no-execute to show it without outputs") from None
+            if isinstance(e, DeadKernelError):
+                raise NotebookFailed(f"{path.name}: its kernel died while running "
+                                     f"({(str(e).splitlines() or ['no message'])[0][:120]}); a cell may use more "
+                                     "memory than the machine has") from None
+            raise
         finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
             if env_threads is None:
                 os.environ.pop("OMP_NUM_THREADS", None)
     return nb
