@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import html
 import logging
+import os
 import re
 import shutil
 import tempfile
@@ -165,7 +166,7 @@ def _check_out(out: Path) -> Path:
         if any(out.iterdir()) and not (out / MARKER).is_file():
             raise FileExistsError(f"{out} is not empty and does not hold a bertlab book: pass a new or empty folder "
                                   "(a book built there before is replaced)")
-    if out.resolve() in (Path.cwd().resolve(), Path.home().resolve()) or out.resolve() == Path(out.anchor):
+    if out.resolve() in (Path.cwd().resolve(), Path(os.path.expanduser("~")).resolve(), Path(out.resolve().anchor)):
         raise FileExistsError(f"{out} is the current, home or root folder: pass a folder of its own for the site")
     return out
 
