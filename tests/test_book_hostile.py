@@ -180,6 +180,31 @@ def test_a_file_that_is_not_a_notebook_is_a_one_line_error_naming_it(kind, old_b
     assert snapshot(out) == before and not leftovers(tmp_path)
 
 
+def test_an_executed_copy_with_odd_outputs_is_shown_defensively_or_named(tmp_path, capsys):
+    """--reuse folders hold executed copies someone else made: outputs of the wrong shapes are skipped, a cell
+    the renderer cannot read is a one-line error naming the notebook and the cell, a torn file is ignored."""
+    course = small_course(tmp_path / "course", [new_code_cell("1")])
+    reuse = tmp_path / "executed"
+    reuse.mkdir()
+    nb = json.loads((course / "notebooks" / "00_one.ipynb").read_text())
+    nb["cells"][1]["outputs"] = [{"output_type": "stream", "name": "<b>", "text": ["a", "b"]},
+                                 {"output_type": "error", "traceback": "not a list"},
+                                 {"output_type": "display_data", "data": {"text/html": ["<i>ok</i>", "2"]}}]
+    nb["cells"][1]["execution_count"] = "<script>"
+    (reuse / "00_one.ipynb").write_text(json.dumps(nb))
+    book = build(tmp_path / "site", course, reuse=[reuse], execute=False)
+    assert book.executed["00_one.ipynb"] == "reused an executed copy"
+    page = (book.out / "00_one.html").read_text()
+    assert "<i>ok</i>2" in page and "<script>" not in page.split("<article")[1]
+    nb["cells"][1]["metadata"] = {"tags": 5}
+    (reuse / "00_one.ipynb").write_text(json.dumps(nb))
+    assert main(["book", str(tmp_path / "site2"), "--repo", str(course), "--reuse", str(reuse), "--no-execute"]) == 2
+    err = one_line_error(capsys)
+    assert "00_one.ipynb: cell 1 cannot be shown" in err
+    (reuse / "00_one.ipynb").write_text('{"cells": 5}')                      # torn: ignored, the notebook used
+    assert build(tmp_path / "site3", course, reuse=[reuse], execute=False).executed["00_one.ipynb"] == "not run"
+
+
 def test_out_that_is_a_link_a_file_or_someone_elses_folder_is_refused(tmp_path, capsys):
     course = small_course(tmp_path / "course")
     (tmp_path / "real").mkdir()

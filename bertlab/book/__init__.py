@@ -212,7 +212,7 @@ def _write_site(out: Path, lessons, nbs, how, glossary, live: Live, repo) -> tup
     for i, lesson in enumerate(lessons):
         nb = nbs[lesson.path]
         renderer = Renderer(nb, site.lesson_pages, site.live_line(lesson))
-        body = "".join(renderer.cell(c) for c in nb.cells)
+        body = _render_cells(renderer, nb, lesson.notebook)
         note = "" if how[lesson.path] != "not run" else (
             '<p class="notice">This page was built without running the notebook: it shows only the outputs saved '
             'in the notebook file.</p>')
@@ -240,6 +240,19 @@ def _write_site(out: Path, lessons, nbs, how, glossary, live: Live, repo) -> tup
     (out / "search.html").write_text(site.page("Search", site.search_page(), current="search.html"), encoding="utf-8")
     (static / "search-index.js").write_text("window.BOOK_INDEX = " + script_json(search) + ";\n", encoding="utf-8")
     return ["index.html"] + pages + ["teachers.html", "search.html"], counts
+
+
+def _render_cells(renderer: Renderer, nb, name: str) -> str:
+    """The notebook's cells as HTML; a cell the renderer cannot read (an executed copy whose JSON has the
+    wrong shapes) is a one-line error naming the notebook and the cell."""
+    parts = []
+    for i, cell in enumerate(nb.cells):
+        try:
+            parts.append(renderer.cell(cell))
+        except (AttributeError, TypeError, KeyError, ValueError, IndexError) as e:
+            raise ValueError(f"{name}: cell {i} cannot be shown ({type(e).__name__}: {str(e)[:120]}): run the "
+                             "notebook again, or build with --no-execute") from None
+    return "".join(parts)
 
 
 # ---- search ---------------------------------------------------------------------------------------------
@@ -293,7 +306,7 @@ def _glossary(path: Path, nb, site: "_Site") -> tuple[str, str, list[dict], dict
         renderer = Renderer(nb, site.lesson_pages, f"A live widget: this is its picture when the notebook ran. "
                                                    f"To use it, open <code>{html.escape(path.name)}</code> with "
                                                    "<code>bertlab lab</code> and run the cells.")
-        body = "".join(renderer.cell(c) for c in nb.cells)
+        body = _render_cells(renderer, nb, path.name)
         entries = _search_entries("glossary.html", "Glossary", nb)
         return "Glossary", f'<article class="notebook">{body}</article>', entries, renderer.counts
     else:

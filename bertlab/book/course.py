@@ -83,9 +83,11 @@ def find_lessons(notebooks: Path) -> list[Lesson]:
 MAX_NOTEBOOK_BYTES = 256 * 1024 * 1024
 
 
-def read_notebook(path: Path):
+def read_notebook(path: Path, validate: bool = True):
     """The notebook at `path`, or a one-line error naming the file and what is wrong with it: not a regular
-    file (a folder, a device, a link to one), too large, not JSON, or JSON that is not a notebook."""
+    file (a folder, a device, a link to one), too large, not JSON, or JSON that is not a notebook.
+    `validate=False` skips nbformat's schema check (for executed copies, whose outputs come from a kernel's
+    messages and may carry fields the schema does not list; the renderer reads them defensively)."""
     path = Path(path)
     if not path.is_file():
         what = "a folder" if path.is_dir() else "missing" if not path.exists() else "not a regular file"
@@ -97,7 +99,10 @@ def read_notebook(path: Path):
                          f"({MAX_NOTEBOOK_BYTES / 1e6:.0f} MB): clear its outputs (jupyter nbconvert --clear-output)")
     try:
         nb = nbformat.read(path, as_version=4)
-        nbformat.validate(nb)
+        if validate:
+            nbformat.validate(nb)
+        elif not isinstance(nb.get("cells"), list):
+            raise ValueError("it has no list of cells")
     except nbformat.ValidationError as e:
         first = str(e.message if hasattr(e, "message") else e).splitlines()[0][:200]
         raise ValueError(f"{path} is not a valid notebook ({first}): open it in JupyterLab and save it again, "

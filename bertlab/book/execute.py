@@ -53,12 +53,15 @@ def find_executed(path: Path, folders: list[Path]):
         if not candidate.is_file():
             continue
         try:
-            copy = read_notebook(candidate)
+            copy = read_notebook(candidate, validate=False)
         except ValueError as err:                      # a torn or foreign file: not a copy, run it instead
             log.warning("ignoring %s", err)
             continue
-        if sources(copy) == sources(original) and has_outputs(copy):
-            return copy
+        try:
+            if sources(copy) == sources(original) and has_outputs(copy):
+                return copy
+        except (AttributeError, TypeError):            # cells that are not cells: not a copy either
+            log.warning("ignoring %s: its cells are not a notebook's", candidate)
     return None
 
 
