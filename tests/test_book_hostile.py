@@ -259,6 +259,9 @@ def test_nothing_the_hostile_notebook_brought_can_run_or_fetch(hostile):
     for name in hostile.pages:
         page = (hostile.out / name).read_text(encoding="utf-8")
         e = parse(page)
+        csp = [a.get("content", "") for t, a in e.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
+        assert len(csp) == 1 and "frame-src 'none'" in csp[0] and "object-src 'none'" in csp[0], name
+        assert "http" not in csp[0] and "*" not in csp[0], csp                # nothing outside the site allowed
         for tag, attrs in e.tags:
             assert tag not in ("iframe", "object", "embed", "base", "frame", "style", "link") or (
                 tag == "link" and attrs.get("href", "").startswith("_static/")), (name, tag, attrs)

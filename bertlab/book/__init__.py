@@ -324,7 +324,8 @@ def _glossary(path: Path, nb, site: "_Site") -> tuple[str, str, list[dict], dict
 # elsewhere. Inline scripts stay allowed: bertviz's views are one (their code is checked, sanitize.py).
 CSP = ("default-src 'self' file: data: blob:; script-src 'self' file: 'unsafe-inline' 'unsafe-eval'; "
        "style-src 'self' file: 'unsafe-inline'; img-src 'self' file: data: blob:; font-src 'self' file: data:; "
-       "connect-src 'self' file: data: blob:; frame-src 'none'; object-src 'none'; base-uri 'none'; "
+       "connect-src 'self' file: data: blob:; worker-src 'self' file: blob:; frame-src 'none'; object-src 'none'; "
+       "base-uri 'none'; "
        "form-action 'self' file:")
 
 MATHS = (("katex/katex.min.js", "katex/auto-render.min.js"), ("katex/katex.min.css",))
