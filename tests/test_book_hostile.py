@@ -205,6 +205,57 @@ def test_an_executed_copy_with_odd_outputs_is_shown_defensively_or_named(tmp_pat
     assert build(tmp_path / "site3", course, reuse=[reuse], execute=False).executed["00_one.ipynb"] == "not run"
 
 
+def _metadata(field, value):
+    def make(course):
+        path = course / "notebooks" / "00_one.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        nb.metadata["bertlab"] = {field: value}
+        nbformat.write(nb, path)
+    return make
+
+
+def _huge(course):
+    path = course / "notebooks" / "02_huge.ipynb"
+    path.write_text("")
+    os.truncate(path, 300 * 1024 * 1024)                  # sparse: nothing is written
+
+
+BAD_COURSES = {
+    "minutes not a number": (_metadata("minutes", "abc"), "bertlab.minutes must be a whole number"),
+    "prerequisites not a list": (_metadata("prerequisites", 5), "bertlab.prerequisites must be a list"),
+    "path not core or optional": (_metadata("path", "<b>"), "bertlab.path must be"),
+    "README not UTF-8": (lambda c: (c / "README.md").write_bytes(b"# x\n\xff"), "README.md is not UTF-8"),
+    "glossary not UTF-8": (lambda c: ((c / "docs").mkdir(), (c / "docs" / "glossary.md").write_bytes(b"\xff")),
+                           "glossary.md is not UTF-8"),
+    "a 300 MB notebook": (_huge, "02_huge.ipynb is 315 MB"),
+}
+
+
+@pytest.mark.parametrize("kind", BAD_COURSES)
+def test_a_course_with_a_bad_file_or_field_is_a_one_line_error_naming_it(kind, old_book, tmp_path, capsys):
+    course, out, before = old_book
+    make, words = BAD_COURSES[kind]
+    make(course)
+    capsys.readouterr()
+    assert main(["book", str(out), "--repo", str(course), "--no-execute"]) == 2
+    assert words in one_line_error(capsys)
+    assert snapshot(out) == before and not leftovers(tmp_path)
+
+
+def test_a_cache_that_is_a_file_or_an_out_that_cannot_be_written_is_a_one_line_error(old_book, tmp_path, capsys):
+    course, out, before = old_book
+    nb = nbformat.read(course / "notebooks" / "00_one.ipynb", as_version=4)
+    nb.cells.append(new_code_cell("1 + 1"))
+    nbformat.write(nb, course / "notebooks" / "00_one.ipynb")
+    (tmp_path / "cache").write_text("a file")
+    capsys.readouterr()
+    assert main(["book", str(out), "--repo", str(course), "--cache", str(tmp_path / "cache")]) == 2
+    assert "pass --cache a folder you can write to" in one_line_error(capsys)
+    assert snapshot(out) == before and not leftovers(tmp_path)
+    assert main(["book", "/proc/bertlab-book-site", "--repo", str(course), "--no-execute"]) == 2
+    assert "cannot write the site beside /proc/bertlab-book-site" in one_line_error(capsys)
+
+
 def test_out_that_is_a_link_a_file_or_someone_elses_folder_is_refused(tmp_path, capsys):
     course = small_course(tmp_path / "course")
     (tmp_path / "real").mkdir()
