@@ -28,6 +28,7 @@ import argparse
 import dataclasses
 import logging
 import sys
+from pathlib import Path
 
 
 def _add_pretrain(sub) -> argparse.ArgumentParser:
@@ -94,8 +95,6 @@ def _port(text: str) -> int:
 
 
 def _add_book(sub) -> argparse.ArgumentParser:
-    from .book.live import PLACEHOLDER_HUB, PLACEHOLDER_REPO
-
     p = sub.add_parser("book", help="build the lessons into a static web site (the lab book)",
                        description="Build every lesson notebook into a static site in OUT: one page per lesson "
                                    "with its figures and attention views, the course map, the teacher's notes and "
@@ -105,11 +104,13 @@ def _add_book(sub) -> argparse.ArgumentParser:
     p.add_argument("out", metavar="OUT", help="folder for the site (created; a book built there before is replaced)")
     p.add_argument("--repo", default=None, metavar="DIR",
                    help="the repository whose notebooks/ and README.md to build (default: the one bertlab runs from)")
-    p.add_argument("--repo-url", default=PLACEHOLDER_REPO,
-                   help=f"the git repository the live links open (default: the placeholder {PLACEHOLDER_REPO})")
-    p.add_argument("--hub-url", default=PLACEHOLDER_HUB,
-                   help=f"your class's JupyterHub, for the nbgitpuller links (default: the placeholder {PLACEHOLDER_HUB})")
-    p.add_argument("--branch", default="main", help="the branch the live links open (default: main)")
+    p.add_argument("--repo-url", default=None,
+                   help="the git repository the live links open (default: the origin remote of --repo; without one "
+                        "the pages show no Binder, Colab or hub link)")
+    p.add_argument("--hub-url", default=None,
+                   help="your class's JupyterHub, for the nbgitpuller links (default: none, and no hub link)")
+    p.add_argument("--branch", default=None,
+                   help="the branch the live links open (default: the origin remote's default branch, else main)")
     p.add_argument("--cache", default=None, metavar="DIR",
                    help="where notebooks the build runs are kept for the next build (default: REPO/build/book-cache)")
     p.add_argument("--reuse", action="append", default=None, metavar="DIR",
@@ -175,15 +176,24 @@ def main(argv=None) -> int:
     if args.command == "book":
         from .book import Live, build
 
+        kept = " (the book already there is as it was)" if (Path(args.out) / ".bertlab-book").is_file() else ""
         try:
-            live = Live(repo=args.repo_url, hub=args.hub_url, branch=args.branch)
+            from .book import default_repo
+
+            live = Live.from_git(args.repo or default_repo(), repo=args.repo_url, hub=args.hub_url, branch=args.branch)
             book = build(args.out, args.repo, cache=args.cache, reuse=args.reuse or (), execute=not args.no_execute,
                          live=live)
-        # bad input, a folder that holds something else, a notebook that did not finish: one line
-        except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError,
-                TimeoutError) as e:
-            print(f"bertlab book: error: {e}", file=sys.stderr)
+        # bad input, a folder that holds something else, a notebook that is not one: one line
+        except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError) as e:
+            print(f"bertlab book: error: {e}{kept}", file=sys.stderr)
             return 2
+        except KeyboardInterrupt:
+            print(f"bertlab book: interrupted: nothing was written to {args.out}{kept}", file=sys.stderr)
+            return 130                          # 128 + SIGINT, as a shell reports a Ctrl-C
+        # a notebook whose cell raised, whose kernel died or that did not finish; a full disk: one line
+        except (RuntimeError, TimeoutError, OSError) as e:
+            print(f"bertlab book: error: {e}{kept}", file=sys.stderr)
+            return 1
         print(book.summary())
         for line in book.executed.items():
             print("  %s: %s" % line)

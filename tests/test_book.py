@@ -5,6 +5,7 @@ tests take seconds; tests/browser/test_book_in_browser.py builds the real course
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
@@ -16,7 +17,6 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from bertlab.book import Live, build
 from bertlab.book.course import exercise_area, find_lessons, read_exercises, read_start_here
 from bertlab.book.execute import find_executed
-from bertlab.book.live import PLACEHOLDER_HUB, PLACEHOLDER_REPO
 from bertlab.book.record import Recorder
 from bertlab.book.render import WIDGET_STATE, Renderer
 from bertlab.cli import main
@@ -82,6 +82,12 @@ def book(course, tmp_path_factory):
 
 def read(book, page: str) -> str:
     return (book.out / page).read_text(encoding="utf-8")
+
+
+def search_index(book) -> list[dict]:
+    text = (book.out / "_static" / "search-index.js").read_text(encoding="utf-8")
+    assert text.startswith("window.BOOK_INDEX = ") and text.endswith(";\n")
+    return json.loads(text[len("window.BOOK_INDEX = "):-2])
 
 
 # ---- the site ---------------------------------------------------------------------------------------------
@@ -166,10 +172,10 @@ def test_the_glossary_page_renders_the_docs_glossary(book):
 
 
 def test_search_indexes_every_section_with_its_anchor(book):
-    index = (book.out / "_static" / "search-index.js").read_text()
-    assert '"page": "01_second.html"' in index and '"anchor": "#Going-on"' in index
-    assert "WordPiece and attention, searched for." in index
-    assert '"page": "glossary.html"' in index
+    entries = search_index(book)
+    assert {"page": "01_second.html", "title": "01 · Second steps", "heading": "Going on", "anchor": "#Going-on",
+            "text": "WordPiece and attention, searched for."} in entries
+    assert any(e["page"] == "glossary.html" for e in entries)
     assert 'src="_static/search-index.js"' in read(book, "search.html")
 
 
@@ -180,7 +186,7 @@ def test_each_lesson_says_how_to_open_it_live(book):
     assert "https://mybinder.org/v2/gh/example-org/bertlab/spring?urlpath=" in page
     assert "https://colab.research.google.com/github/example-org/bertlab/blob/spring/notebooks/00_first.ipynb" in page
     assert '%pip install -q "bertlab[notebooks] @ git+https://github.com/example-org/bertlab@spring"' in page
-    assert "Placeholder" not in page                     # both URLs were given
+    assert "YOUR-" not in page and "example.org" not in page      # no placeholder anywhere
 
 
 def test_the_teachers_notes_list_each_exercise_with_its_check_and_where_the_solutions_are(book):
@@ -285,12 +291,42 @@ def test_binder_and_colab_links_for_github_and_another_git_host():
     assert other.colab("00_tour.ipynb") is None
 
 
-def test_placeholder_urls_are_marked_on_every_lesson_page(course, tmp_path):
+def test_live_links_whose_target_is_not_known_are_not_shown(course, tmp_path):
+    """No repository URL (the course is not a git clone) and no hub: only "on your computer"; a repository
+    but no hub: Binder and Colab, no hub link; nowhere a placeholder address."""
     book = build(tmp_path / "site", course, execute=False)
-    assert Live().placeholders == ["repository URL (--repo-url)", "JupyterHub URL (--hub-url)"]
     page = read(book, "01_second.html")
-    assert "<strong>Placeholder:</strong>" in page and html.escape(PLACEHOLDER_REPO) in html.escape(page)
-    assert PLACEHOLDER_HUB in page
+    assert "bertlab lab" in page
+    assert not re.search(r"mybinder|[Cc]olab|hub-link|git-pull|YOUR-|Placeholder", page)
+    assert "git-pull" not in read(book, "index.html") + read(book, "teachers.html")
+    assert "--hub-url" in read(book, "teachers.html")                # the notes say how to get the hub link
+    other = build(tmp_path / "site2", course, execute=False, live=Live(repo="https://github.com/org/bertlab"))
+    page = read(other, "01_second.html")
+    assert "mybinder.org/v2/gh/org/bertlab/main" in page and "colab.research.google.com" in page
+    assert "git-pull" not in page
+
+
+def test_the_repository_url_and_branch_are_read_from_the_git_remote(course, tmp_path):
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    clone = tmp_path / "clone"
+    shutil.copytree(course / "notebooks", clone / "notebooks")
+
+    def git(*args):
+        subprocess.run(["git", "-C", str(clone), *args], check=True, capture_output=True)
+    git("init", "-q")
+    git("remote", "add", "origin", "git@github.com:some-org/our-bertlab.git")
+    live = Live.from_git(clone)
+    assert (live.repo, live.branch, live.hub) == ("https://github.com/some-org/our-bertlab", "main", None)
+    git("remote", "set-url", "origin", "https://user:secret-token@gitlab.example.net/c/bertlab.git")
+    assert Live.from_git(clone).repo == "https://gitlab.example.net/c/bertlab.git"     # no token in a page
+    assert Live.from_git(clone, repo="https://github.com/x/y", hub="https://hub.example.edu").can_pull
+    git("remote", "set-url", "origin", "/some/local/path")
+    assert Live.from_git(clone).repo is None
+    assert Live.from_git(tmp_path / "not-a-repo").repo is None
 
 
 @pytest.mark.parametrize("kwargs", [{"repo": "github.com/org/bertlab"}, {"hub": "ftp://hub"}, {"branch": "a b"}])

@@ -10,17 +10,27 @@ handling anyway (plotly drawn from its JSON by a local plotly.js, widgets as pic
 state); the site is plain files: `OUT/index.html` opens from the disk (file://) or any static host.
 
 The site's own files are all it loads: plotly.min.js is copied from the plotly package, the attention views
-carry their d3 and jQuery inside (bertlab.viz.bertviz_views), nothing needs require.js, and the pages use the
-reader's system fonts, so there is no font to fetch. tests/browser/test_book_in_browser.py opens every page in
-Chromium with every request outside the site's folder aborted.
+carry their d3 and jQuery inside (bertlab.viz.bertviz_views), nothing needs require.js, the maths is typeset by
+the KaTeX vendored in static/katex/ (with its fonts; the text uses the reader's system fonts), and every page
+says so in its Content-Security-Policy. tests/browser/test_book_in_browser.py opens every page in Chromium with
+every request outside the site's folder aborted.
+
+The notebooks may be someone else's: everything they bring is sanitized before it goes into a page
+(sanitize.py). A build happens in a new folder beside OUT that replaces OUT only when it is complete, so a
+failed or interrupted build leaves the last book as it was.
+
+Adding to a page: `_Site.page(..., scripts=("name.js",), styles=("name.css",))` loads files the build put in
+OUT/_static/ (write them in `_write_site`), before book.js; the pages' CSP allows the site's own files only.
 """
 
 from __future__ import annotations
 
 import html
-import json
+import logging
+import os
 import re
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 from importlib import resources
@@ -28,10 +38,13 @@ from pathlib import Path
 
 import nbformat
 
-from .course import Lesson, course_map, find_glossary, find_lessons
+from .course import Lesson, course_map, find_glossary, find_lessons, read_notebook, read_text
 from .execute import executed_notebooks
 from .live import Live
 from .render import Renderer, markdown, pygments_css
+from .sanitize import script_json
+
+log = logging.getLogger(__name__)
 
 __all__ = ["build", "Book", "Live", "find_lessons", "default_repo"]
 
@@ -89,44 +102,108 @@ def build(out, repo=None, *, notebooks=None, cache=None, reuse=(), execute: bool
     (default REPO/build/book-cache). `reuse`: folders of executed copies to use when their cells match (default
     REPO/build/executed, where the test suite's nbval run writes them). `execute=False` renders a notebook with
     no executed copy as it is, without outputs, instead of running it.
+
+    The site is built in a new folder beside `out` and put in its place only when every page is written: a
+    build that fails (a bad argument, a notebook that is not one, a cell that raises, Ctrl-C) leaves the book
+    already in `out` exactly as it was.
     """
     t0 = time.perf_counter()
-    repo = Path(repo) if repo is not None else default_repo()
+    if repo is not None:
+        repo = Path(repo)
+        if not repo.is_dir():
+            raise FileNotFoundError(f"--repo {repo} is not a folder: pass the repository that holds notebooks/ "
+                                    "(or leave --repo out for the one bertlab runs from)")
+    else:
+        repo = default_repo()
     if notebooks is None:
         # from a clone, its notebooks/; from an installed bertlab, the copies shipped inside the package
         notebooks = repo / "notebooks" if repo is not None else Path(str(resources.files("bertlab") / "notebooks"))
     notebooks = Path(notebooks)
     readme = repo / "README.md" if repo is not None and (repo / "README.md").is_file() else None
-    live = live or Live()
-    out = Path(out)
-    if out.exists():
-        if not out.is_dir():
-            raise NotADirectoryError(f"{out} is a file: pass a folder for the site")
-        if any(out.iterdir()) and not (out / ".bertlab-book").is_file():
-            raise FileExistsError(f"{out} is not empty and does not hold a bertlab book: pass a new or empty folder "
-                                  "(a book built there before is replaced)")
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    (out / ".bertlab-book").write_text("a site built by `bertlab book`; the next build replaces this folder\n")
+    live = live if live is not None else Live.from_git(repo)
+    out = _check_out(Path(out))
     if cache is None and repo is not None:
         cache = repo / "build" / "book-cache"
     if not reuse and repo is not None:
         reuse = [repo / "build" / "executed"]
 
-    lessons = course_map(find_lessons(notebooks), readme)
+    lessons = course_map(find_lessons(notebooks), readme)      # every input is read before anything is written
     glossary = find_glossary(repo) if repo is not None else None
-    if glossary is not None and glossary.parent == notebooks:
-        glossary_nb = glossary
-    else:
-        glossary_nb = None
+    glossary_nb = glossary if glossary is not None and glossary.parent == notebooks else None
     to_run = [l.path for l in lessons] + ([glossary_nb] if glossary_nb else [])
-    nbs, how = executed_notebooks(to_run, cache, list(reuse), execute=execute, timeout=timeout)
 
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
+    except OSError as e:
+        raise PermissionError(f"cannot write the site beside {out} (the build makes its new folder in "
+                              f"{out.parent}, then renames it): {e.strerror or e}; pass a folder you can write "
+                              "to") from None
+    if live.hub is not None and live.repo is None:
+        log.warning("the JupyterHub link needs the repository students pull: pass --repo-url (it is left out)")
+    try:
+        nbs, how = executed_notebooks(to_run, cache, list(reuse), execute=execute, timeout=timeout)
+        pages, counts = _write_site(work, lessons, nbs, how, glossary, live, repo)
+        _swap(work, out)
+    except BaseException:                       # an error or Ctrl-C: the half-built site goes, the old one stays
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return Book(out=out, pages=pages, lessons=lessons, executed={p.name: h for p, h in how.items()},
+                counts=counts, seconds=time.perf_counter() - t0)
+
+
+MARKER = ".bertlab-book"
+
+
+def _check_out(out: Path) -> Path:
+    """`out` if the site may go there: a new or empty folder, or one that holds a book built before."""
+    if out.is_symlink():
+        raise NotADirectoryError(f"{out} is a link: pass the folder itself (the build replaces the folder, "
+                                 "not what a link points at)")
+    if out.exists():
+        if not out.is_dir():
+            raise NotADirectoryError(f"{out} is a file: pass a folder for the site")
+        if any(out.iterdir()) and not (out / MARKER).is_file():
+            raise FileExistsError(f"{out} is not empty and does not hold a bertlab book: pass a new or empty folder "
+                                  "(a book built there before is replaced)")
+    if out.resolve() in (Path.cwd().resolve(), Path(os.path.expanduser("~")).resolve(), Path(out.resolve().anchor)):
+        raise FileExistsError(f"{out} is the current, home or root folder: pass a folder of its own for the site")
+    return out
+
+
+def _swap(work: Path, out: Path) -> None:
+    """Put the finished site `work` where `out` is: the old book is moved aside, the new one renamed into its
+    place (one rename each, on the same file system), then the old one deleted."""
+    old = None
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+        old.rmdir()
+        out.rename(old)
+    try:
+        work.rename(out)
+    except BaseException:
+        if old is not None:
+            old.rename(out)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _write_site(out: Path, lessons, nbs, how, glossary, live: Live, repo) -> tuple[list[str], dict]:
+    """Every page and file of the site, written into `out` (the build's own new folder)."""
+    (out / MARKER).write_text("a site built by `bertlab book`; the next build replaces this folder\n")
     static = out / "_static"
     static.mkdir()
     (static / "plotly.min.js").write_bytes(_plotly_js())
     for name in ("book.js", "book.css", "binder.svg"):
         (static / name).write_bytes(_static(name))
+    katex = resources.files("bertlab.book").joinpath("static", "katex")     # vendored, VENDOR.md says from where
+    (static / "katex" / "fonts").mkdir(parents=True)
+    for name in ("katex.min.js", "auto-render.min.js", "katex.min.css", "LICENSE"):
+        (static / "katex" / name).write_bytes(katex.joinpath(name).read_bytes())
+    for font in katex.joinpath("fonts").iterdir():
+        if font.name.endswith(".woff2"):
+            (static / "katex" / "fonts" / font.name).write_bytes(font.read_bytes())
     (static / "pygments.css").write_text(pygments_css())
 
     site = _Site(out, lessons, live, has_glossary=glossary is not None, repo=repo)
@@ -135,14 +212,15 @@ def build(out, repo=None, *, notebooks=None, cache=None, reuse=(), execute: bool
     for i, lesson in enumerate(lessons):
         nb = nbs[lesson.path]
         renderer = Renderer(nb, site.lesson_pages, site.live_line(lesson))
-        body = "".join(renderer.cell(c) for c in nb.cells)
+        body = _render_cells(renderer, nb, lesson.notebook)
         note = "" if how[lesson.path] != "not run" else (
             '<p class="notice">This page was built without running the notebook: it shows only the outputs saved '
             'in the notebook file.</p>')
         prev_l = lessons[i - 1] if i > 0 else None
         next_l = lessons[i + 1] if i + 1 < len(lessons) else None
+        scripts, styles = MATHS if renderer.counts["maths"] else ((), ())
         page = site.page(lesson.title, note + site.live_box(lesson) + f'<article class="notebook">{body}</article>',
-                         current=lesson.page, prev=prev_l, next=next_l)
+                         current=lesson.page, prev=prev_l, next=next_l, scripts=scripts, styles=styles)
         (out / lesson.page).write_text(page, encoding="utf-8")
         counts[lesson.page] = renderer.counts
         search += _search_entries(lesson.page, lesson.title, nb)
@@ -150,7 +228,9 @@ def build(out, repo=None, *, notebooks=None, cache=None, reuse=(), execute: bool
     pages = [l.page for l in lessons]
     if glossary is not None:
         title, body, entries, counts["glossary.html"] = _glossary(glossary, nbs.get(glossary), site)
-        (out / "glossary.html").write_text(site.page(title, body, current="glossary.html"), encoding="utf-8")
+        scripts, styles = MATHS if counts["glossary.html"].get("maths") else ((), ())
+        (out / "glossary.html").write_text(site.page(title, body, current="glossary.html", scripts=scripts,
+                                                     styles=styles), encoding="utf-8")
         pages.append("glossary.html")
         search += entries
     (out / "teachers.html").write_text(site.page("Teacher's notes", site.teachers(), current="teachers.html"),
@@ -158,36 +238,56 @@ def build(out, repo=None, *, notebooks=None, cache=None, reuse=(), execute: bool
     (out / "index.html").write_text(site.page("bertlab: the lab book", site.front(), current="index.html"),
                                     encoding="utf-8")
     (out / "search.html").write_text(site.page("Search", site.search_page(), current="search.html"), encoding="utf-8")
-    (static / "search-index.js").write_text("window.BOOK_INDEX = " + json.dumps(search, ensure_ascii=False) + ";\n",
-                                            encoding="utf-8")
-    pages = ["index.html"] + pages + ["teachers.html", "search.html"]
-    return Book(out=out, pages=pages, lessons=lessons, executed={p.name: h for p, h in how.items()},
-                counts=counts, seconds=time.perf_counter() - t0)
+    (static / "search-index.js").write_text("window.BOOK_INDEX = " + script_json(search) + ";\n", encoding="utf-8")
+    return ["index.html"] + pages + ["teachers.html", "search.html"], counts
+
+
+def _render_cells(renderer: Renderer, nb, name: str) -> str:
+    """The notebook's cells as HTML; a cell the renderer cannot read (an executed copy whose JSON has the
+    wrong shapes) is a one-line error naming the notebook and the cell."""
+    parts = []
+    for i, cell in enumerate(nb.cells):
+        try:
+            parts.append(renderer.cell(cell))
+        except (AttributeError, TypeError, KeyError, ValueError, IndexError) as e:
+            raise ValueError(f"{name}: cell {i} cannot be shown ({type(e).__name__}: {str(e)[:120]}): run the "
+                             "notebook again, or build with --no-execute") from None
+    return "".join(parts)
 
 
 # ---- search ---------------------------------------------------------------------------------------------
 
 def _search_entries(page: str, title: str, nb) -> list[dict]:
-    """One entry per markdown section (heading → its prose), so a hit lands on its section."""
+    """One entry per markdown section (heading → its prose, as plain text), so a hit lands on its section."""
     entries, heading, anchor, text = [], title, "", []
 
     def flush():
-        if text:
-            entries.append({"page": page, "title": title, "heading": heading, "anchor": anchor,
-                            "text": " ".join(" ".join(text).split())[:4000]})
+        plain = _plain_text("\n".join(text))
+        if plain:
+            entries.append({"page": page, "title": title, "heading": _plain_text(heading) or heading,
+                            "anchor": anchor, "text": plain[:4000]})
     for cell in nb.cells:
         if cell.cell_type != "markdown":
             continue
-        for line in cell.source.splitlines():
+        for line in str(cell.source).splitlines():
             h = re.match(r"^#{1,4}\s+(.+)$", line)
             if h:
                 flush()
                 heading, text = h.group(1).strip(), []
                 anchor = "#" + _slug(heading)
             else:
-                text.append(re.sub(r"[*_`>#|]", "", line))
+                text.append(line)
+        text.append("")                          # a cell ends its paragraph
     flush()
     return entries
+
+
+def _plain_text(source: str) -> str:
+    """Markdown as the reader sees it, in one line of plain text: rendered, tags dropped, entities read
+    (a snippet shows "the [MASK] token", not "the `[MASK]` **token**" or "&lt;")."""
+    rendered = markdown(source, {})
+    rendered = re.sub(r"<(br|/p|/li|/h\d|/tr|/td|/th|/div|/blockquote)\b[^>]*>", " ", rendered)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", "", rendered)).split())
 
 
 def _slug(heading: str) -> str:
@@ -202,15 +302,15 @@ def _slug(heading: str) -> str:
 def _glossary(path: Path, nb, site: "_Site") -> tuple[str, str, list[dict], dict[str, int]]:
     """The glossary page: its title, body, search entries and what it drew (as a lesson's counts)."""
     if path.suffix == ".ipynb":
-        nb = nb or nbformat.read(path, as_version=4)
+        nb = nb or read_notebook(path)
         renderer = Renderer(nb, site.lesson_pages, f"A live widget: this is its picture when the notebook ran. "
                                                    f"To use it, open <code>{html.escape(path.name)}</code> with "
                                                    "<code>bertlab lab</code> and run the cells.")
-        body = "".join(renderer.cell(c) for c in nb.cells)
+        body = _render_cells(renderer, nb, path.name)
         entries = _search_entries("glossary.html", "Glossary", nb)
         return "Glossary", f'<article class="notebook">{body}</article>', entries, renderer.counts
     else:
-        source = path.read_text(encoding="utf-8")
+        source = read_text(path)
         body = f'<div class="cell markdown">{markdown(source, site.lesson_pages)}</div>'
         entries = _search_entries("glossary.html", "Glossary", nbformat.v4.new_notebook(
             cells=[nbformat.v4.new_markdown_cell(source)]))
@@ -218,6 +318,18 @@ def _glossary(path: Path, nb, site: "_Site") -> tuple[str, str, list[dict], dict
 
 
 # ---- the pages --------------------------------------------------------------------------------------------
+
+# The pages' Content-Security-Policy: a second wall behind the sanitizer. Everything a page loads comes from
+# the site's folder (served, or file:// from the disk) or is inline data; no frame, plugin, <base> or form
+# elsewhere. Inline scripts stay allowed: bertviz's views are one (their code is checked, sanitize.py).
+CSP = ("default-src 'self' file: data: blob:; script-src 'self' file: 'unsafe-inline' 'unsafe-eval'; "
+       "style-src 'self' file: 'unsafe-inline'; img-src 'self' file: data: blob:; font-src 'self' file: data:; "
+       "connect-src 'self' file: data: blob:; worker-src 'self' file: blob:; frame-src 'none'; object-src 'none'; "
+       "base-uri 'none'; "
+       "form-action 'self' file:")
+
+MATHS = (("katex/katex.min.js", "katex/auto-render.min.js"), ("katex/katex.min.css",))
+
 
 class _Site:
     def __init__(self, out: Path, lessons: list[Lesson], live: Live, has_glossary: bool, repo: Path | None):
@@ -243,7 +355,12 @@ class _Site:
                 f'<input name="q" type="search" placeholder="Search the lessons" aria-label="search"></form>'
                 f'<ol class="toc">{links}</ol></nav>')
 
-    def page(self, title: str, body: str, current: str, prev: Lesson | None = None, next: Lesson | None = None) -> str:
+    def page(self, title: str, body: str, current: str, prev: Lesson | None = None, next: Lesson | None = None,
+             scripts: tuple[str, ...] = (), styles: tuple[str, ...] = ()) -> str:
+        """One page of the site. `scripts` and `styles`: files under _static/ this page needs beyond the
+        site's own (loaded in this order, before book.js), e.g. ("katex/katex.min.js",); plotly.js and the
+        search index are added where the body needs them. Pages that need more (an in-page model, live
+        views) add their files to _static/ and name them here."""
         pager = ""
         if current.endswith(".html") and any(l.page == current for l in self.lessons):
             left = f'<a class="prev" rel="prev" href="{prev.page}">← {html.escape(prev.title)}</a>' if prev else \
@@ -251,15 +368,18 @@ class _Site:
             right = f'<a class="next" rel="next" href="{next.page}">{html.escape(next.title)} →</a>' if next else \
                 '<a class="next" rel="next" href="teachers.html">Teacher\'s notes →</a>'
             pager = f'<nav class="pager" aria-label="previous and next lesson">{left}{right}</nav>'
-        scripts = '<script src="_static/plotly.min.js"></script>' if "plotly-figure" in body else ""
+        names = (["plotly.min.js"] if "plotly-figure" in body else []) + list(scripts)
         if current == "search.html":
-            scripts += '<script src="_static/search-index.js"></script>'
+            names.append("search-index.js")
+        head_scripts = "".join(f'<script src="_static/{html.escape(n)}"></script>' for n in dict.fromkeys(names))
+        head_styles = "".join(f'<link rel="stylesheet" href="_static/{html.escape(n)}">' for n in dict.fromkeys(styles))
         return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(title)} · bertlab</title>
-<link rel="stylesheet" href="_static/book.css"><link rel="stylesheet" href="_static/pygments.css">
-{scripts}<script src="_static/book.js" defer></script>
+<link rel="stylesheet" href="_static/book.css"><link rel="stylesheet" href="_static/pygments.css">{head_styles}
+{head_scripts}<script src="_static/book.js" defer></script>
 </head><body>
 {self.nav(current)}
 <main>{pager}{body}{pager}</main>
@@ -268,26 +388,26 @@ class _Site:
 
     # -- how to run a lesson live
     def live_box(self, lesson: Lesson) -> str:
+        """"Run this lesson live": on one's own computer always; the hub, Binder and Colab only when the book
+        knows where they lead (a repository URL, and a hub for the hub link)."""
         nb = html.escape(lesson.notebook)
-        placeholder = ""
-        if self.live.placeholders:
-            placeholder = ('<p class="placeholder"><strong>Placeholder:</strong> the '
-                           + " and the ".join(html.escape(p) for p in self.live.placeholders)
-                           + " below are not set yet; whoever builds the book passes them to <code>bertlab book</code>.</p>")
+        items = [f"""<li><b>On your computer</b>: <code>pip install 'bertlab[notebooks]'</code> then <code>bertlab lab</code>, and open
+<code>{nb}</code>; or, in a clone of the repository, <code>bash scripts/setup.sh lab &amp;&amp; .venv/bin/jupyter lab notebooks/</code>.</li>"""]
+        hub = self.live.nbgitpuller(lesson.notebook)
+        if hub:
+            items.append(f"""<li><b>Your class's JupyterHub</b>: <a class="hub-link" href="{html.escape(hub)}">open
+{nb} on the hub</a> (nbgitpuller clones or updates the repository in your home folder, keeping your changes).</li>""")
+        binder = self.live.binder(lesson.notebook)
+        if binder:
+            items.append(f"""<li><b>Binder</b>: <a class="binder-link" href="{html.escape(binder)}"><img src="_static/binder.svg"
+alt="launch binder" height="20"></a> (a temporary session; nothing is saved).</li>""")
         colab = self.live.colab(lesson.notebook)
-        colab_item = (f'<li><b>Colab</b>: <a href="{html.escape(colab)}">open in Colab</a>, then run this first cell '
-                      f"(it installs bertlab; Colab keeps its own torch):<pre>{html.escape(self.live.colab_cell())}</pre></li>"
-                      if colab else "<li><b>Colab</b>: only for a GitHub repository (pass a github.com --repo-url).</li>")
-        return f"""<details class="run-live" id="run-live"><summary>Run this lesson live</summary>
-{placeholder}<ul>
-<li><b>On your computer</b>: <code>pip install 'bertlab[notebooks]'</code> then <code>bertlab lab</code>, and open
-<code>{nb}</code>; or, in a clone of the repository, <code>bash scripts/setup.sh lab &amp;&amp; .venv/bin/jupyter lab notebooks/</code>.</li>
-<li><b>Your class's JupyterHub</b>: <a class="hub-link" href="{html.escape(self.live.nbgitpuller(lesson.notebook))}">open
-{nb} on the hub</a> (nbgitpuller clones or updates the repository in your home folder, keeping your changes).</li>
-<li><b>Binder</b>: <a class="binder-link" href="{html.escape(self.live.binder(lesson.notebook))}"><img src="_static/binder.svg"
-alt="launch binder" height="20"></a> (a temporary session; nothing is saved).</li>
-{colab_item}
-</ul></details>"""
+        if colab:
+            items.append(f'<li><b>Colab</b>: <a class="colab-link" href="{html.escape(colab)}">open in Colab</a>, then run '
+                         f"this first cell (it installs bertlab; Colab keeps its own torch):"
+                         f"<pre>{html.escape(self.live.colab_cell())}</pre></li>")
+        return ('<details class="run-live" id="run-live"><summary>Run this lesson live</summary>\n<ul>\n'
+                + "\n".join(items) + "\n</ul></details>")
 
     # -- the front page: the course map
     def front(self) -> str:
@@ -315,10 +435,13 @@ figures and attention views, and open live with one click to change things and w
 <table class="course-map"><thead><tr><th>lesson</th><th>needs</th><th>minutes</th><th>path</th></tr></thead>
 <tbody>{''.join(rows)}</tbody></table>
 <p>Teaching a class? <a href="teachers.html">The teacher's notes</a> say which lesson fits which hour and where the
-solutions are. A class starts from one link: <a href="{html.escape(self.live.nbgitpuller(self.lessons[0].notebook))}">the
-JupyterHub link</a> opens the first lesson for every student.</p>
+solutions are.{self._hub_sentence("A class starts from one link: ", "the JupyterHub link", " opens the first lesson for every student.")}</p>
 <p class="small">The lessons read here as they ran when the book was built. Widgets are pictures of their state
 then; run the notebook to use them.</p>"""
+
+    def _hub_sentence(self, before: str, link: str, after: str) -> str:
+        hub = self.live.nbgitpuller(self.lessons[0].notebook)
+        return f' {before}<a href="{html.escape(hub)}">{link}</a>{after}' if hub else ""
 
     def _page_of(self, number: str) -> str | None:
         return next((l.page for l in self.lessons if l.number == number), None)
@@ -353,7 +476,13 @@ then; run the notebook to use them.</p>"""
                              f'{n_checked} checked by <code>bertlab.check</code>.{widgets}</p>'
                              f'<ul class="exercises">{items}</ul>')
         solutions = self.repo is not None and (self.repo / "solutions").is_dir()
-        hub = html.escape(self.live.nbgitpuller(self.lessons[0].notebook))
+        hub = self.live.nbgitpuller(self.lessons[0].notebook)
+        start = (f"""<p>Give students <a href="{html.escape(hub)}">this JupyterHub link</a> (nbgitpuller: the first click clones the repository into
+each student's home folder, later clicks update it without overwriting their edits); each lesson's page has the
+same link to its own notebook under “Run this lesson live”.""" if hub else
+                 """<p>This book was built without a JupyterHub address, so its pages have no hub link: build it with
+<code>--hub-url https://hub.example.edu</code> (and <code>--repo-url</code>, unless the repository's <code>origin</code>
+remote is the one students pull) to give each lesson a link that opens it on the class's hub.""")
         return f"""<h1>Teacher's notes</h1>
 <h2>Which lesson for which hour</h2>
 <p>A course on transformers that uses BERT as its worked example: the lessons in order, packed into hours by
@@ -361,10 +490,9 @@ then; run the notebook to use them.</p>"""
 discussion and the exercises. Each lesson's page opens with what it covers; its summary is below its title here.</p>
 <table class="schedule"><thead><tr><th></th><th>lessons</th><th>minutes</th></tr></thead><tbody>{schedule}</tbody></table>
 <h2>Starting a class from one link</h2>
-<p>Give students <a href="{hub}">this JupyterHub link</a> (nbgitpuller: the first click clones the repository into
-each student's home folder, later clicks update it without overwriting their edits); each lesson's page has the
-same link to its own notebook under “Run this lesson live”. Without a hub, the Binder badge on each page starts a
-temporary session (nothing is saved), and Colab works for a GitHub repository.</p>
+{start} Without a hub, the Binder badge on each page starts a
+temporary session (nothing is saved), and Colab works for a GitHub repository (both shown when the book knows the
+repository's URL).</p>
 <h2>What each exercise checks</h2>
 <p>Exercises marked ✔ have a check: in the notebook, <code>bertlab.check("04.3", answer)</code> says right or
 wrong, and what kind of wrong, without ever showing the answer; <code>bertlab.hint("04.3")</code> gives hints in

@@ -73,10 +73,55 @@ def find_lessons(notebooks: Path) -> list[Lesson]:
         m = LESSON_FILE.match(path.name)
         if not m or path.name in GLOSSARY_NAMES:
             continue
-        lessons.append(read_lesson(path, nbformat.read(path, as_version=4)))
+        lessons.append(read_lesson(path, read_notebook(path)))
     if not lessons:
         raise FileNotFoundError(f"{notebooks} holds no lesson notebooks (files named like 00_tour.ipynb)")
     return lessons
+
+
+# a notebook larger than this is not read (an executed lesson with its figures is a few MB)
+MAX_NOTEBOOK_BYTES = 256 * 1024 * 1024
+
+
+def read_notebook(path: Path, validate: bool = True):
+    """The notebook at `path`, or a one-line error naming the file and what is wrong with it: not a regular
+    file (a folder, a device, a link to one), too large, not JSON, or JSON that is not a notebook.
+    `validate=False` skips nbformat's schema check (for executed copies, whose outputs come from a kernel's
+    messages and may carry fields the schema does not list; the renderer reads them defensively)."""
+    path = Path(path)
+    if not path.is_file():
+        what = "a folder" if path.is_dir() else "missing" if not path.exists() else "not a regular file"
+        raise ValueError(f"{path} is {what}, not a notebook: a lesson is a .ipynb file (move it out of the "
+                         "notebooks folder)")
+    size = path.stat().st_size
+    if size > MAX_NOTEBOOK_BYTES:
+        raise ValueError(f"{path} is {size / 1e6:.0f} MB, more than a notebook the book reads "
+                         f"({MAX_NOTEBOOK_BYTES / 1e6:.0f} MB): clear its outputs (jupyter nbconvert --clear-output)")
+    try:
+        nb = nbformat.read(path, as_version=4)
+        if validate:
+            nbformat.validate(nb)
+        elif not isinstance(nb.get("cells"), list):
+            raise ValueError("it has no list of cells")
+    except nbformat.ValidationError as e:
+        first = str(e.message if hasattr(e, "message") else e).splitlines()[0][:200]
+        raise ValueError(f"{path} is not a valid notebook ({first}): open it in JupyterLab and save it again, "
+                         "or move it out of the notebooks folder") from None
+    except (ValueError, UnicodeDecodeError, OSError, AttributeError, TypeError, KeyError) as e:
+        first = (str(e).splitlines() or [type(e).__name__])[0][:200]
+        raise ValueError(f"{path} is not a notebook (not Jupyter's JSON: {first}): a lesson is a .ipynb file "
+                         "saved by Jupyter") from None
+    return nb
+
+
+def read_text(path: Path) -> str:
+    """A text file the book reads (README.md, docs/glossary.md), or a one-line error naming it."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not UTF-8 text (byte {e.start}): save it as UTF-8") from None
+    except OSError as e:
+        raise ValueError(f"{path} cannot be read: {e.strerror or e}") from None
 
 
 def find_glossary(repo: Path) -> Path | None:
@@ -113,6 +158,27 @@ def _first_sentence(text: str, limit: int = 220) -> str:
     return s if len(s) <= limit else s[: limit - 1].rstrip() + "…"
 
 
+def _metadata(path: Path, nb) -> dict:
+    """The notebook's `metadata["bertlab"]`, checked: prerequisites a list of lesson numbers, minutes a whole
+    number, path "core" or "optional"; anything else is a one-line error naming the file and the field."""
+    meta = nb.metadata.get("bertlab", {})
+    if not isinstance(meta, dict):
+        return {}
+    where = f"{path.name}: metadata bertlab"
+    pre = meta.get("prerequisites")
+    if pre is not None and not (isinstance(pre, list) and all(
+            (isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 99)
+            or (isinstance(x, str) and re.fullmatch(r"\d\d", x)) for x in pre)):
+        raise ValueError(f"{where}.prerequisites must be a list of lesson numbers such as [\"02\", \"04\"], "
+                         f"got {pre!r:.60}")
+    minutes = meta.get("minutes")
+    if minutes is not None and not (isinstance(minutes, int) and not isinstance(minutes, bool) and 0 < minutes < 10_000):
+        raise ValueError(f"{where}.minutes must be a whole number of minutes, got {minutes!r:.60}")
+    if meta.get("path") not in (None, "core", "optional"):
+        raise ValueError(f"{where}.path must be \"core\" or \"optional\", got {meta.get('path')!r:.60}")
+    return meta
+
+
 def read_lesson(path: Path, nb) -> Lesson:
     m = LESSON_FILE.match(path.name)
     number = m.group(1) if m else path.stem[:2]
@@ -135,7 +201,7 @@ def read_lesson(path: Path, nb) -> Lesson:
                 lesson.summary = _first_sentence(_plain(p), 300)
                 break
 
-    meta = nb.metadata.get("bertlab", {}) if isinstance(nb.metadata.get("bertlab", {}), dict) else {}
+    meta = _metadata(path, nb)
     pre = re.search(r"\bPrerequisites?\b:?(?:\*\*)?:?\s*(.+?)(?:\*\*|\n\s*\n|$)", opening, re.S | re.I)
     if "prerequisites" in meta:
         lesson.prerequisites = [f"{int(x):02d}" if str(x).isdigit() else str(x) for x in meta["prerequisites"]]
@@ -223,7 +289,7 @@ def read_start_here(readme: Path | None) -> dict[str, str]:
     the core path up to 07")."""
     if readme is None or not Path(readme).is_file():
         return {}
-    text = Path(readme).read_text(encoding="utf-8")
+    text = read_text(readme)
     m = re.search(r"^(#{1,4})\s*Start here[^\n]*\n(.*?)(?=^#{1,4}\s|\Z)", text, re.M | re.S | re.I)
     if not m:
         return {}
@@ -254,7 +320,7 @@ def read_start_here_minutes(readme: Path | None) -> dict[str, int]:
     "read" (or else "minutes" / "time"): the minutes the map shows for each lesson."""
     if readme is None or not Path(readme).is_file():
         return {}
-    text = Path(readme).read_text(encoding="utf-8")
+    text = read_text(readme)
     m = re.search(r"^(#{1,4})\s*Start here[^\n]*\n(.*?)(?=^#{1,4}\s|\Z)", text, re.M | re.S | re.I)
     rows = re.findall(r"^\|(.*)\|[ \t]*$", m.group(2), re.M) if m else []
     if not rows:
@@ -277,7 +343,7 @@ def read_readme_table(readme: Path | None) -> dict[str, str]:
     """{slug: what you see} from the README's notebook table (its rows start with | `NN_name` |)."""
     if readme is None or not Path(readme).is_file():
         return {}
-    rows = re.findall(r"^\|\s*`(\d\d_[A-Za-z0-9_]+)`\s*\|\s*([^|]+)\|", Path(readme).read_text(encoding="utf-8"), re.M)
+    rows = re.findall(r"^\|\s*`(\d\d_[A-Za-z0-9_]+)`\s*\|\s*([^|]+)\|", read_text(readme), re.M)
     return {slug: _plain(what) for slug, what in rows}
 
 

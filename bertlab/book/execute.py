@@ -17,13 +17,23 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
+import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import nbformat
 
+from .course import read_notebook
+
 log = logging.getLogger(__name__)
+
+
+class NotebookFailed(RuntimeError):
+    """A notebook the book ran stopped with an error in one of its cells (one line: which notebook, which
+    cell, what it raised)."""
 
 
 def sources(nb) -> list[tuple[str, str]]:
@@ -37,24 +47,28 @@ def has_outputs(nb) -> bool:
 
 def find_executed(path: Path, folders: list[Path]):
     """An executed copy of the notebook at `path` in one of `folders` whose cells match, else None."""
-    original = nbformat.read(path, as_version=4)
+    original = read_notebook(path)
     for folder in folders:
         candidate = Path(folder) / path.name
         if not candidate.is_file():
             continue
         try:
-            copy = nbformat.read(candidate, as_version=4)
-        except Exception as err:                       # a torn or foreign file: not a copy, run it instead
-            log.warning("ignoring %s: %s", candidate, err)
+            copy = read_notebook(candidate, validate=False)
+        except ValueError as err:                      # a torn or foreign file: not a copy, run it instead
+            log.warning("ignoring %s", err)
             continue
-        if sources(copy) == sources(original) and has_outputs(copy):
-            return copy
+        try:
+            if sources(copy) == sources(original) and has_outputs(copy):
+                return copy
+        except (AttributeError, TypeError):            # cells that are not cells: not a copy either
+            log.warning("ignoring %s: its cells are not a notebook's", candidate)
     return None
 
 
 def run_notebook(path: Path, timeout: int = 900):
     """Run a notebook top to bottom in a copy of its folder (so files it writes stay out of the repository);
-    an error in a cell stops it with nbclient's CellExecutionError, which names the cell.
+    a cell that raises, a kernel that dies or a run past `timeout` is a one-line error naming the notebook
+    (and the cell); Ctrl-C stops it as a KeyboardInterrupt.
 
     `timeout` bounds the whole notebook, not only each cell: nbclient waits without a limit for a cell's
     last output message, and notebook 09 once waited there more than 10 minutes with its kernel idle (the
@@ -64,11 +78,12 @@ def run_notebook(path: Path, timeout: int = 900):
 
     from jupyter_core.utils import run_sync
     from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, DeadKernelError
 
-    nb = nbformat.read(path, as_version=4)
+    nb = read_notebook(path)
     with tempfile.TemporaryDirectory(prefix="bertlab-book-") as tmp:
         work = Path(tmp) / "notebooks"
-        shutil.copytree(path.parent, work, ignore=shutil.ignore_patterns(
+        shutil.copytree(path.parent, work, symlinks=True, ignore=shutil.ignore_patterns(
             "*.ipynb", "__pycache__", ".ipynb_checkpoints", "runs"))
         env_threads = os.environ.get("OMP_NUM_THREADS")
         os.environ.setdefault("OMP_NUM_THREADS", "1")        # as nbval runs them (notebooks/conftest.py)
@@ -76,13 +91,44 @@ def run_notebook(path: Path, timeout: int = 900):
                                 resources={"metadata": {"path": str(work)}})
 
         async def execute():
-            return await asyncio.wait_for(client.async_execute(), timeout)
+            # the kernel process's own stderr (start-up warnings, a traceback when it is stopped mid-reply) is
+            # not the lesson's: the cells' outputs come through Jupyter's messages, which are all kept
+            return await asyncio.wait_for(client.async_execute(stderr=subprocess.DEVNULL), timeout)
+
+        # Ctrl-C: while a notebook runs, nbclient's own SIGINT handler stops the kernel (and records that in
+        # its _async_cleanup_kernel_future), then raises whatever that caused (DeadKernelError, or an
+        # AssertionError from its clean-up); before and after, ours does. Either way the build stops as
+        # interrupted.
+        interrupted: list[bool] = []
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            def on_sigint(signum, frame):
+                interrupted.append(True)
+                raise KeyboardInterrupt
+            previous = signal.signal(signal.SIGINT, on_sigint)
         try:
             run_sync(execute)()
-        except asyncio.TimeoutError:
-            raise TimeoutError(f"{path.name} did not finish running within {timeout} s: open it in JupyterLab to "
-                               "see which cell stops, or give the book an executed copy (--reuse DIR)") from None
+        except BaseException as e:
+            if interrupted or getattr(client, "_async_cleanup_kernel_future", None) is not None:
+                raise KeyboardInterrupt from None
+            if isinstance(e, asyncio.TimeoutError):
+                raise TimeoutError(f"{path.name} did not finish running within {timeout} s: open it in JupyterLab "
+                                   "to see which cell stops, or give the book an executed copy (--reuse DIR)") from None
+            if isinstance(e, CellExecutionError):
+                where = next((f"cell {i}" for i, c in enumerate(nb.cells) if c.cell_type == "code" and any(
+                    o.get("output_type") == "error" for o in c.get("outputs", []))), "a cell")
+                said = (str(getattr(e, "evalue", "")) or "").splitlines()
+                raise NotebookFailed(f"{path.name}: {where} raised {getattr(e, 'ename', 'an error')}"
+                                     f"{': ' + said[0][:200] if said else ''}; fix the cell (open the notebook in "
+                                     "JupyterLab), or build with --no-execute to show it without outputs") from None
+            if isinstance(e, DeadKernelError):
+                raise NotebookFailed(f"{path.name}: its kernel died while running "
+                                     f"({(str(e).splitlines() or ['no message'])[0][:120]}); a cell may use more "
+                                     "memory than the machine has") from None
+            raise
         finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
             if env_threads is None:
                 os.environ.pop("OMP_NUM_THREADS", None)
     return nb
@@ -109,7 +155,11 @@ def executed_notebooks(paths: list[Path], cache: Path | None, reuse: list[Path] 
         nb = run_notebook(path, timeout)
         how[path] = f"ran in {time.perf_counter() - t:.1f} s"
         if cache:
-            Path(cache).mkdir(parents=True, exist_ok=True)
-            nbformat.write(nb, Path(cache) / path.name)
+            try:
+                Path(cache).mkdir(parents=True, exist_ok=True)
+                nbformat.write(nb, Path(cache) / path.name)
+            except OSError as e:
+                raise NotADirectoryError(f"the cache {cache} cannot hold executed notebooks ({e.strerror or e}): "
+                                         "pass --cache a folder you can write to") from None
         out[path] = nb
     return out, how

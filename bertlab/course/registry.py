@@ -27,6 +27,15 @@ the right answer. The right answer is kept unreadable in one of three ways, whic
    paper, which no model can compute). Write a digest with `digest(exercise, answer)` in a Python shell;
    the instructor pack (the repository's solutions/) holds the answers in the clear.
 
+A check cannot be fooled or broken by what it is given. `check` first turns the answer into plain values
+(`plain`: an int subclass becomes the int it holds, a list subclass a list, a tensor subclass a tensor; an
+object of any other class is a ✗ "wrong type"), so an answer whose `__eq__`, `__len__` or `__float__` lies is
+not believed; anything the answer raises while it is checked is a ✗ that says what it raised, never a
+traceback. A learner's function gets copies (`run_learner`: deep copies of modules and tensors), never the
+course's cached models, and what it returns is made plain in turn; and `check` compares every cached model
+before and after (its parameters' data, versions and sums, and each module's train/eval mode), so an answer
+that reached a cached model some other way is a ✗ and the model is loaded afresh for the next check.
+
 Adding a notebook's exercises is one new file, `bertlab/course/nbNN.py`, full of `@exercise(...)` checks,
 and one line in `bertlab/course/__init__.py` that imports it (`from . import nbNN`). The registry refuses a
 second exercise with the same id, so two modules cannot silently shadow each other.
@@ -34,8 +43,10 @@ second exercise with the same id, so two modules cannot silently shadow each oth
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import html
+import logging
 import math
 import re
 import unicodedata
@@ -43,9 +54,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 __all__ = ["Exercise", "Result", "Hint", "UnknownExercise", "exercise", "right", "wrong", "not_a", "head_pair", "digest", "matches",
-           "normalise", "as_number", "ratio_kind", "loaded", "run_learner", "get", "exercises", "check", "hint",
-           "EXERCISES"]
+           "normalise", "as_number", "ratio_kind", "loaded", "run_learner", "plain", "Unreadable", "get", "exercises",
+           "check", "hint", "EXERCISES"]
 
+log = logging.getLogger(__name__)
 _ID = re.compile(r"^\d\d\.\d+$")
 _SALT = "bertlab-course/v1"
 
@@ -171,7 +183,7 @@ def not_a(answer, *types, what: str | None = None) -> _Verdict | None:
     if ok:
         return None
     wanted = what or " or ".join(t.__name__ for t in types)
-    return wrong(f"this exercise takes {wanted}, got {type(answer).__name__} {_short(answer)}", kind="wrong type")
+    return wrong(f"this exercise takes {wanted}, got {_type_name(answer)} {_short(answer)}", kind="wrong type")
 
 
 def as_number(answer) -> float | None:
@@ -194,7 +206,7 @@ def head_pair(answer, model) -> tuple[tuple[int, int] | None, _Verdict | None]:
     """A learner's (layer, head) answer checked against `model`: (the pair, None) or (None, what is wrong)."""
     if not (isinstance(answer, (tuple, list)) and len(answer) == 2
             and all(isinstance(x, int) and not isinstance(x, bool) for x in answer)):
-        return None, wrong(f"this exercise takes a (layer, head) pair of ints, e.g. (3, 7); got {answer!r:.40}",
+        return None, wrong(f"this exercise takes a (layer, head) pair of ints, e.g. (3, 7); got {_short(answer)}",
                            kind="wrong type")
     L, A = model.config.num_hidden_layers, model.config.num_attention_heads
     if not (0 <= answer[0] < L and 0 <= answer[1] < A):
@@ -216,8 +228,96 @@ def ratio_kind(answer: float, truth: float, factors=(2, 3, 4, 8, 10, 12, 100, 10
 
 
 def _short(answer) -> str:
-    text = repr(answer)
+    """A short repr of the answer for a message; an answer whose repr raises is named by its class."""
+    try:
+        text = repr(answer)
+        if not isinstance(text, str):
+            raise TypeError
+    except Exception:       # noqa: BLE001 -- a repr that raises must not turn a ✗ into a traceback
+        return f"(a {_type_name(answer)} whose repr fails)"
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _type_name(value) -> str:
+    return getattr(type(value), "__name__", "object")
+
+
+# ---- answers as plain values ------------------------------------------------------------------------------
+
+class Unreadable(TypeError):
+    """An answer `plain` cannot read as plain values (an object of a class the checks do not take)."""
+
+
+_MAX_DEPTH = 32
+
+
+def plain(value, _depth: int = 0):
+    """`value` as plain Python and torch values, read through the base classes' own methods, so an answer
+    cannot lie to a check: an int subclass becomes the int it holds (its own `__eq__` is not asked), a float,
+    str, bytes or complex subclass likewise, lists, tuples, sets and dicts (and their subclasses, torch.Size,
+    namedtuples) are rebuilt from their items, a tensor of any subclass (nn.Parameter too) becomes a plain
+    detached tensor, a numpy scalar its Python number. Functions (anything callable) and the builtins'
+    own objects (range, a generator) are kept as they are; an object of any other class is `Unreadable`."""
+    if value is None or value is ... or type(value) in (bool, int, float, complex, str, bytes):
+        return value
+    if _depth > _MAX_DEPTH:
+        raise Unreadable(f"a value nested more than {_MAX_DEPTH} deep")
+    if isinstance(value, int):                      # a subclass (bool cannot be subclassed)
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, complex):
+        return complex(float.__float__(complex.real.__get__(value)), float.__float__(complex.imag.__get__(value)))
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, bytes):
+        return bytes(memoryview(value))
+    if isinstance(value, (list, tuple)):
+        items = [plain(v, _depth + 1) for v in (list.__iter__(value) if isinstance(value, list)
+                                                  else tuple.__iter__(value))]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, (set, frozenset)):
+        items = {plain(v, _depth + 1) for v in (set.__iter__(value) if isinstance(value, set)
+                                                  else frozenset.__iter__(value))}
+        return items if isinstance(value, set) else frozenset(items)
+    if isinstance(value, dict):
+        return {plain(k, _depth + 1): plain(v, _depth + 1) for k, v in dict.items(value)}
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        with torch._C.DisableTorchFunctionSubclass():
+            return torch.Tensor.detach(torch.Tensor.as_subclass(value, torch.Tensor))
+    module = getattr(type(value), "__module__", "") or ""
+    if module == "numpy" or module.startswith("numpy."):
+        import numpy as np
+
+        if isinstance(value, np.generic) and type(value).__module__ == "numpy":
+            return plain(value.item(), _depth + 1)
+        if isinstance(value, np.ndarray):
+            return value.view(np.ndarray)
+    if callable(value) or module == "builtins":
+        return value
+    raise Unreadable(f"an object of class {_type_name(value)}")
+
+
+def _copy(value, _depth: int = 0):
+    """A copy of an argument for the learner's code: tensors cloned (detached), modules deep-copied (their
+    train/eval mode with them), containers copied item by item, anything else deep-copied."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        out = value.detach().clone()
+        return out.requires_grad_(True) if value.requires_grad and value.is_leaf else out
+    if isinstance(value, torch.nn.Module):
+        return copy.deepcopy(value)
+    if _depth < _MAX_DEPTH and type(value) in (list, tuple, set, frozenset):
+        return type(value)(_copy(v, _depth + 1) for v in value)
+    if _depth < _MAX_DEPTH and type(value) is dict:
+        return {k: _copy(v, _depth + 1) for k, v in value.items()}
+    try:
+        return copy.deepcopy(value)
+    except Exception:       # noqa: BLE001 -- an argument that cannot be copied is one the check made for this call
+        return value
 
 
 # ---- hashed answers --------------------------------------------------------------------------------------
@@ -258,11 +358,59 @@ _LOADED: dict[str, tuple] = {}
 
 
 def run_learner(fn, *args):
-    """(fn(*args), None), or (None, a `wrong` verdict saying what the learner's function raised)."""
+    """(fn(*copies of args), None) with the result made `plain`, or (None, a `wrong` verdict saying what the
+    learner's function raised or returned). The function gets copies, never the check's own tensors or the
+    course's cached model: an answer that edits its input in place changes nothing for the check, or for the
+    checks after it."""
     try:
-        return fn(*args), None
-    except Exception as e:      # noqa: BLE001 -- the learner's code may raise anything; say what, do not crash
-        return None, wrong(f"your function raised {type(e).__name__}: {e}", kind="your function failed")
+        out = fn(*(_copy(a) for a in args))
+    except (Exception, SystemExit) as e:    # noqa: BLE001 -- the learner's code may raise anything (exit() too)
+        return None, wrong(f"your function raised {type(e).__name__}: {_message(e)}", kind="your function failed")
+    try:
+        return plain(out), None
+    except Unreadable as e:
+        return None, wrong(f"your function returned {e}, which the check cannot read: return plain values "
+                           "(numbers, str, lists, tuples, tensors)", kind="wrong type")
+    except Exception as e:      # noqa: BLE001 -- reading what it returned raised
+        return None, wrong(f"what your function returned raised {type(e).__name__} when read: {_message(e)}",
+                           kind="your function failed")
+
+
+def _message(e: BaseException) -> str:
+    try:
+        text = str(e)
+    except Exception:       # noqa: BLE001 -- an exception whose str raises
+        text = ""
+    text = " ".join(text.split())
+    return (text[:200] + "…" if len(text) > 200 else text) or "(no message)"
+
+
+# ---- the course's cached models, guarded ---------------------------------------------------------------------
+
+def _fingerprint(model) -> tuple:
+    """What an answer could change in a cached model: each module's train/eval mode, and each parameter's
+    and buffer's storage, version counter and sum (the sum catches edits through `.data`, which the version
+    counter does not see). About 30 ms for MiniLM."""
+    import torch
+
+    with torch.no_grad():
+        tensors = [(t.data_ptr(), t._version, t.float().sum().item().hex() if t.is_floating_point() else
+                    int(t.sum().item())) for t in list(model.parameters()) + list(model.buffers()) if t.numel()]
+    return tuple(m.training for m in model.modules()), tuple(tensors)
+
+
+def _fingerprints() -> dict[str, tuple]:
+    return {name: _fingerprint(model) for name, (model, _) in _LOADED.items()}
+
+
+def _changed_since(before: dict[str, tuple]) -> list[str]:
+    """The cached models whose fingerprint changed since `before`; each is dropped from the cache (the next
+    check loads it afresh from its files)."""
+    changed = [name for name, fp in before.items() if name in _LOADED and _fingerprint(_LOADED[name][0]) != fp]
+    for name in changed:
+        log.info("an answer changed the course's copy of %s; it is loaded afresh for the next check", name)
+        del _LOADED[name]
+    return changed
 
 
 def exercises(notebook: str | int | None = None) -> list[Exercise]:
@@ -299,7 +447,32 @@ def check(exercise: str, answer) -> Result:
     if answer is None or answer is ...:
         return Result(ex.id, False, f"replace None with {ex.expects}, then run the cell again "
                                     f"(stuck? bertlab.hint({ex.id!r}))", answered=False)
-    verdict = ex.rule(answer)
+    try:
+        answer = plain(answer)
+    except Unreadable as e:
+        return Result(ex.id, False, f"this exercise takes {ex.expects}; got {e}, which the check does not read "
+                                    f"(stuck? bertlab.hint({ex.id!r}))", "wrong type")
+    except Exception as e:      # noqa: BLE001 -- reading the answer raised (a subclass's base method failed)
+        return Result(ex.id, False, f"reading your answer raised {type(e).__name__}: {_message(e)}; pass "
+                                    f"{ex.expects} (stuck? bertlab.hint({ex.id!r}))", "could not read the answer")
+    before = _fingerprints()
+    import torch
+
+    dtype, grad = torch.get_default_dtype(), torch.is_grad_enabled()    # torch's global switches, as they were
+    try:
+        verdict = ex.rule(answer)
+    except Exception as e:      # noqa: BLE001 -- the answer made the check fail: a ✗ that says so, not a traceback
+        log.debug("check %s raised", ex.id, exc_info=True)
+        verdict = wrong(f"checking your answer raised {type(e).__name__}: {_message(e)}; pass {ex.expects}",
+                        kind="could not check the answer")
+    finally:
+        torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(grad)
+    changed = _changed_since(before)
+    if changed and isinstance(verdict, _Verdict):
+        verdict = wrong(f"your answer changed the course's own copy of {' and '.join(changed)} (its weights or its "
+                        "train/eval mode) while it was checked, so the check could not trust what it computed: "
+                        "leave the models you are given as they are", kind="changed the model")
     if not isinstance(verdict, _Verdict):
         raise TypeError(f"the check of {ex.id} returned {verdict!r}: a rule returns right(...) or wrong(...)")
     message = verdict.message

@@ -1,5 +1,6 @@
-// The lab book's only script: draws each plotly figure from the JSON beside it (plotly.js ships with the site),
-// and answers the search page from search-index.js. Nothing is fetched: both work from file:// too.
+// The lab book's script: draws each plotly figure from the JSON beside it (plotly.js ships with the site), fitted
+// to the column; renders the prose's maths with the vendored KaTeX (on pages that have maths); and answers the
+// search page from search-index.js. Nothing is fetched: all of it works from file:// too.
 (function () {
   "use strict";
   function drawFigures() {
@@ -10,7 +11,7 @@
       try {
         const fig = JSON.parse(data.textContent);
         const config = Object.assign({responsive: true, displaylogo: false}, fig.config || {});
-        jobs.push(Plotly.newPlot(div, fig.data || [], fig.layout || {}, config));
+        jobs.push(Plotly.newPlot(div, fig.data || [], fitted(fig.layout || {}, div), config));
       } catch (err) {
         div.textContent = "This figure could not be drawn: " + err;
         div.classList.add("figure-error");
@@ -19,8 +20,34 @@
     return Promise.all(jobs);
   }
 
-  function escapeHtml(s) {
-    return s.replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
+  // A figure laid out wider than the column (a notebook's 1,000-px figure beside the lesson list) is drawn at
+  // the column's width instead, keeping its height; narrower ones keep their size.
+  function fitted(layout, div) {
+    const room = div.parentElement ? div.parentElement.clientWidth : 0;
+    if (room > 0 && typeof layout.width === "number" && layout.width > room) {
+      layout = Object.assign({}, layout, {autosize: true});
+      delete layout.width;
+      div.classList.add("fitted");
+    }
+    return layout;
+  }
+
+  // $…$, $$…$$, \(…\), \[…\] in the prose (markdown cells and markdown outputs), as JupyterLab renders them.
+  // trust: false, so \href, \url and \includegraphics render as text and fetch nothing.
+  function renderMaths() {
+    if (!window.renderMathInElement) return;
+    document.querySelectorAll(".cell.markdown, .output.markdown").forEach(function (el) {
+      try {
+        renderMathInElement(el, {
+          delimiters: [{left: "$$", right: "$$", display: true}, {left: "\\[", right: "\\]", display: true},
+                       {left: "$", right: "$", display: false}, {left: "\\(", right: "\\)", display: false}],
+          throwOnError: false, trust: false, strict: "ignore", maxExpand: 1000, maxSize: 50,
+        });
+      } catch (err) {
+        window.BOOK_MATHS_ERROR = String(err);
+      }
+    });
+    window.BOOK_MATHS = document.querySelectorAll(".katex").length;
   }
 
   function search() {
@@ -39,14 +66,22 @@
       hits.push([score, e]);
     }
     hits.sort((a, b) => b[0] - a[0]);
-    list.innerHTML = hits.length ? "" : "<li>No section mentions " + escapeHtml(q) + ".</li>";
+    list.replaceChildren();
+    if (!hits.length) {
+      const li = document.createElement("li");
+      li.textContent = "No section mentions " + q + ".";
+      list.appendChild(li);
+    }
     for (const [, e] of hits.slice(0, 50)) {
       const i = e.text.toLowerCase().indexOf(terms[0]);
       const snippet = e.text.slice(Math.max(0, i - 80), i + 160);
-      const li = document.createElement("li");
-      li.innerHTML = '<a href="' + e.page + e.anchor + '">' + escapeHtml(e.title) +
-        (e.heading !== e.title ? " › " + escapeHtml(e.heading) : "") + "</a><div class=snippet>…" +
-        escapeHtml(snippet) + "…</div>";
+      // built from text nodes and a href set as a property: nothing in the index is ever parsed as HTML
+      const li = document.createElement("li"), a = document.createElement("a"), div = document.createElement("div");
+      a.setAttribute("href", e.page + e.anchor);
+      a.textContent = e.title + (e.heading !== e.title ? " › " + e.heading : "");
+      div.className = "snippet";
+      div.textContent = "…" + snippet + "…";
+      li.append(a, div);
       list.appendChild(li);
     }
   }
@@ -58,6 +93,7 @@
   }
 
   function start() {
+    renderMaths();
     search();
     openLive();
     window.addEventListener("hashchange", openLive);
