@@ -1,0 +1,275 @@
+"""ONNX export: a bertlab model as one file that ONNX Runtime runs anywhere, the reader's browser included.
+
+    bertlab.export_onnx(model, tokenizer, "site/model")            # or: bertlab export --onnx DIR
+    # → DIR/model.onnx, DIR/tokenizer.json, DIR/bertlab-model.json (what the file holds and how well it matches)
+
+The exported graph is bertlab's own forward, run on one sentence (or pair) at a time with every token real,
+so there is no attention mask to pass. What it returns is everything the book's live views draw:
+
+    inputs   input_ids (B, T), token_type_ids (B, T)          int64, T any length up to max_position
+             positions (N,)                                    int64: the token positions to guess (N may be 0)
+    outputs  mlm_logits     (B, N, V)       the MLM head at `positions` (all T of them: pass 0 … T-1)
+             lens_logits    (B, L, N, V)    the same head on every layer's output (the logit lens); [:, -1] is mlm
+             nsp_logits     (B, 2)          0 = IsNext, 1 = NotNext (a model with an NSP head only)
+             attentions     (B, L, heads, T, T)
+             hidden_states  (B, L + 1, T, H) the embeddings' output first, then every layer
+             token, segment, position (B, T, H)  the three parts of the input embedding sum
+
+Why guesses only at `positions`: the MLM decoder is the model's largest matrix (V × H); scoring every token
+would cost more than the whole encoder at a sentence's length, and a page only shows the [MASK]s.
+
+Why the TorchScript exporter (`dynamo=False`): it needs only the `onnx` package, takes this plain-PyTorch
+forward as it is and writes a graph with a dynamic length in seconds. The newer exporter also needs
+`onnxscript`; it can replace this one when the old one goes.
+
+dtype: "fp32" stores the weights as the model holds them; "fp16" stores them as float16 and casts them back
+to float32 inside the graph (the sums stay float32), halving the file. bertlab-mini was saved in bfloat16,
+whose every value float16 holds exactly, so for it fp16 loses nothing; for any model the manifest records
+the largest difference from bertlab's forward, measured at export on a sentence with ONNX Runtime.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from . import files
+from .model.bert import Bert
+from .model.heads import BertForMaskedLM, BertForPreTraining
+from .tokenizer import Tokenizer
+
+__all__ = ["export_onnx", "OnnxExport", "DTYPES", "MANIFEST"]
+
+logger = logging.getLogger(__name__)
+
+DTYPES = ("fp32", "fp16")
+MANIFEST = "bertlab-model.json"
+MODEL_FILE = "model.onnx"
+OPSET = 17
+CHECK_TEXT = ("a sentence the export was not traced with , [MASK] and all .", "the second one checks the pair .")
+OUTPUTS = ("mlm_logits", "lens_logits", "nsp_logits", "attentions", "hidden_states", "token", "segment", "position")
+
+
+@dataclass
+class OnnxExport:
+    """What `export_onnx` wrote and measured."""
+    dir: Path
+    dtype: str
+    size_bytes: int               # model.onnx
+    outputs: list[str]
+    max_abs_diff: dict[str, float] | None   # per output, ONNX Runtime vs bertlab on CHECK_TEXT; None without onnxruntime
+
+    @property
+    def model(self) -> Path:
+        return self.dir / MODEL_FILE
+
+
+class _Graph(nn.Module):
+    """The forward that is exported: bertlab's modules called in bertlab's order, with every output stacked.
+
+    It skips `Bert.forward`'s input checks (they read values, which a graph cannot) and the padding mask
+    (one unpadded sequence); the page checks its inputs itself before it runs the graph.
+    """
+
+    def __init__(self, model):
+        super().__init__()
+        self.bert: Bert = model.bert
+        self.mlm = model.cls.predictions
+        self.nsp = model.cls.seq_relationship if isinstance(model, BertForPreTraining) else None
+
+    def forward(self, input_ids, token_type_ids, positions):
+        parts = self.bert.embeddings(input_ids, token_type_ids)
+        last, hidden, attn = self.bert.encoder(parts.normed, None, output_attentions=True, output_hidden_states=True)
+        hidden_states = torch.stack(hidden, dim=1)                       # (B, L + 1, T, H)
+        attentions = torch.stack(attn, dim=1)                            # (B, L, heads, T, T)
+        picked = hidden_states[:, 1:].index_select(2, positions)         # (B, L, N, H)
+        lens_logits = self.mlm(picked)                                   # (B, L, N, V)
+        out = [lens_logits[:, -1], lens_logits]
+        if self.nsp is not None:
+            out.append(self.nsp(self.bert.pooler(last)))                 # (B, 2)
+        return (*out, attentions, hidden_states, parts.token, parts.segment, parts.position)
+
+
+def _check_model(model):
+    if not isinstance(model, (BertForPreTraining, BertForMaskedLM)):
+        kind = type(model).__name__
+        why = ("a bare encoder" if isinstance(model, Bert) else
+               "a fine-tuned task head" if isinstance(getattr(model, "bert", None), Bert) else "not a bertlab model")
+        raise ValueError(f"{kind} is {why}: the export needs a masked-LM head (BertForPreTraining or "
+                         "BertForMaskedLM), e.g. bertlab.load('bertlab-mini')")
+    if isinstance(model, BertForPreTraining) and model.bert.pooler is None:
+        raise ValueError("this BertForPreTraining has no pooler, so its NSP head has no input: rebuild it with one")
+    if model.config.is_decoder:
+        raise ValueError("a causal (is_decoder=True) model is not exported: the page's views assume BERT's "
+                         "bidirectional attention")
+
+
+def _prepare_dir(out) -> Path:
+    """`out` as an empty folder or one a previous export wrote (replaced); never a file, link or someone's folder."""
+    if not isinstance(out, (str, os.PathLike)) or not str(out):
+        raise ValueError(f"out must be a folder path, got {out!r}")
+    out = Path(out)
+    if out.is_symlink():
+        raise files.LinkRefused(f"{out} is a symbolic link: pass a real folder for the export (a link could send "
+                                "the files anywhere)")
+    if out.exists():
+        if not out.is_dir():
+            raise NotADirectoryError(f"{out} is a file: pass a folder for the export")
+        entries = list(out.iterdir())
+        if entries and not (out / MANIFEST).is_file():
+            raise FileExistsError(f"{out} is not empty and holds no earlier export ({MANIFEST}): pass a new or "
+                                  "empty folder (an export written there before is replaced)")
+        for e in entries:
+            if e.is_symlink() or not e.is_file():
+                raise FileExistsError(f"{e} is not a plain file: {out} holds more than an export; pass a new folder")
+    return out
+
+
+def _to_fp16(model_path: Path) -> int:
+    """Store every float32 weight of the graph as float16, cast back to float32 where it is used.
+
+    Returns how many weights kept float32 because a value lies outside float16's range (none for bertlab's)."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+
+    proto = onnx.load(str(model_path))
+    g = proto.graph
+    casts, kept, inits = [], 0, []
+    for init in g.initializer:
+        if init.data_type != onnx.TensorProto.FLOAT:
+            inits.append(init)
+            continue
+        arr = numpy_helper.to_array(init)
+        if arr.size and np.abs(arr).max() > np.finfo(np.float16).max:
+            kept += 1
+            inits.append(init)
+            continue
+        half = numpy_helper.from_array(arr.astype(np.float16), name=init.name + "_fp16")
+        inits.append(half)
+        casts.append(helper.make_node("Cast", [half.name], [init.name], to=onnx.TensorProto.FLOAT,
+                                      name=init.name + "_to_fp32"))
+    del g.initializer[:]
+    g.initializer.extend(inits)
+    nodes = list(g.node)
+    del g.node[:]
+    g.node.extend(casts + nodes)                   # casts first: the graph's nodes stay in topological order
+    onnx.checker.check_model(proto)
+    onnx.save(proto, str(model_path))
+    return kept
+
+
+def _feeds(tokenizer: Tokenizer, text: str, pair: str | None = None):
+    enc = tokenizer(text, pair)
+    ids = torch.tensor([enc.input_ids])
+    return ids, torch.tensor([enc.token_type_ids]), torch.arange(ids.shape[1])
+
+
+@torch.no_grad()
+def reference_outputs(model, ids, token_type_ids, positions) -> dict[str, torch.Tensor]:
+    """bertlab's own forward (`model(...)`, input checks and all) arranged as the graph's outputs: the parity
+    tests compare the two."""
+    out = model(ids, token_type_ids, output_attentions=True, output_hidden_states=True)
+    head = model.cls.predictions
+    hidden = torch.stack(out.hidden_states, 1)
+    lens = head(hidden[:, 1:, positions])
+    ref = {"mlm_logits": lens[:, -1], "lens_logits": lens}
+    if isinstance(model, BertForPreTraining):
+        ref["nsp_logits"] = out.seq_relationship_logits
+    ref.update(attentions=torch.stack(out.attentions, 1), hidden_states=hidden, token=out.embeddings.token,
+               segment=out.embeddings.segment, position=out.embeddings.position)
+    return ref
+
+
+def measure(model, tokenizer, model_path: Path, text: str = CHECK_TEXT[0], pair: str | None = CHECK_TEXT[1]):
+    """Largest |ONNX Runtime − bertlab| per output on one text (pair); None when onnxruntime is not installed."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    session = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
+    ids, tt, pos = _feeds(tokenizer, text, pair)
+    got = session.run(None, {"input_ids": ids.numpy(), "token_type_ids": tt.numpy(), "positions": pos.numpy()})
+    names = [o.name for o in session.get_outputs()]
+    ref = reference_outputs(model, ids, tt, pos)
+    return {n: float((torch.from_numpy(g) - ref[n]).abs().max()) for n, g in zip(names, got)}
+
+
+def export_onnx(model, tokenizer, out, dtype: str = "fp32", *, name: str | None = None) -> OnnxExport:
+    """Write `model` (with an MLM head; an NSP head too if it has one) to `out`/model.onnx, its tokenizer.json
+    beside it, and a manifest (`bertlab-model.json`: sizes, outputs, special ids, the measured parity).
+
+    `out` is created, or replaced if an earlier export wrote it; a file, a link or a folder holding anything
+    else is refused. `dtype`: "fp32" or "fp16" (weights stored as float16, computed in float32).
+    """
+    _check_model(model)
+    if not isinstance(tokenizer, Tokenizer):
+        raise ValueError(f"tokenizer must be a bertlab Tokenizer (the model's own, from bertlab.load), got "
+                         f"{type(tokenizer).__name__}")
+    if tokenizer.vocab_size > model.config.vocab_size:
+        raise ValueError(f"the tokenizer has {tokenizer.vocab_size} tokens but the model only "
+                         f"{model.config.vocab_size}: pass the model's own tokenizer")
+    if not isinstance(dtype, str) or dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    out = _prepare_dir(out)
+
+    # a float32 CPU copy in eval mode: the caller's model keeps its device, dtype and training mode
+    cpu = copy.deepcopy(model).to("cpu", torch.float32).eval()
+    # the exporter puts a module back in the mode it found it in: the wrapper must be in eval mode too, or
+    # it would switch the copy's dropout back on afterwards
+    graph = _Graph(cpu).eval()
+    outputs = [n for n in OUTPUTS if n != "nsp_logits" or graph.nsp is not None]
+    feeds = _feeds(tokenizer, "the [MASK] is exported once .")
+    dynamic = {"input_ids": {0: "batch", 1: "tokens"}, "token_type_ids": {0: "batch", 1: "tokens"},
+               "positions": {0: "guesses"}}
+    with tempfile.TemporaryDirectory(prefix="bertlab-onnx-") as tmp:
+        path = Path(tmp) / MODEL_FILE
+        with torch.no_grad():
+            torch.onnx.export(graph, feeds, str(path), dynamo=False, opset_version=OPSET,
+                              input_names=["input_ids", "token_type_ids", "positions"], output_names=outputs,
+                              dynamic_axes=dynamic, do_constant_folding=False)
+        kept = _to_fp16(path) if dtype == "fp16" else 0
+        diff = measure(cpu.eval(), tokenizer, path)
+        out.mkdir(parents=True, exist_ok=True)
+        for e in out.iterdir():                 # an earlier export's files (checked plain by _prepare_dir)
+            e.unlink()
+        shutil.copyfile(path, out / MODEL_FILE)
+    files.replace_text(out / "tokenizer.json", tokenizer.backend.to_str(pretty=False))
+    c = model.config
+    manifest = {
+        "format": "bertlab-onnx/1", "name": name, "dtype": dtype, "opset": OPSET, "model_file": MODEL_FILE,
+        "size_bytes": (out / MODEL_FILE).stat().st_size, "weights_kept_fp32": kept,
+        "config": {"vocab_size": c.vocab_size, "hidden_size": c.hidden_size, "num_hidden_layers": c.num_hidden_layers,
+                   "num_attention_heads": c.num_attention_heads,
+                   "max_position_embeddings": c.max_position_embeddings, "type_vocab_size": c.type_vocab_size},
+        "tokenizer": {"file": "tokenizer.json", "vocab_size": tokenizer.vocab_size, "lowercase": tokenizer.lowercase,
+                      "special_ids": {"pad": tokenizer.pad_id, "unk": tokenizer.unk_id, "cls": tokenizer.cls_id,
+                                      "sep": tokenizer.sep_id, "mask": tokenizer.mask_id}},
+        "inputs": ["input_ids", "token_type_ids", "positions"], "outputs": outputs,
+        "parity": {"text": list(CHECK_TEXT), "max_abs_diff": diff},
+    }
+    files.replace_text(out / MANIFEST, json.dumps(manifest, indent=1) + "\n")
+    files.match_umask(out)
+    logger.info("exported %s (%s, %.1f MB) to %s", name or type(model).__name__, dtype,
+                manifest["size_bytes"] / 1e6, out)
+    return OnnxExport(out, dtype, manifest["size_bytes"], outputs, diff)
+
+
+def read_manifest(folder) -> dict:
+    """The manifest of an export folder, or a ValueError saying what is missing."""
+    path = Path(folder) / MANIFEST
+    try:
+        return json.loads(files.read_text(path, "the export's manifest"))
+    except FileNotFoundError as e:
+        raise ValueError(f"{folder} holds no bertlab ONNX export ({MANIFEST} is missing): run bertlab export "
+                         "--onnx DIR first") from e
+
