@@ -8,15 +8,18 @@ so there is no attention mask to pass. What it returns is everything the book's 
 
     inputs   input_ids (B, T), token_type_ids (B, T)          int64, T any length up to max_position
              positions (N,)                                    int64: the token positions to guess (N may be 0)
+             lens_positions (M,)                               int64: the positions to read through every layer
     outputs  mlm_logits     (B, N, V)       the MLM head at `positions` (all T of them: pass 0 … T-1)
-             lens_logits    (B, L, N, V)    the same head on every layer's output (the logit lens); [:, -1] is mlm
+             lens_logits    (B, L, M, V)    the same head on every layer's output at `lens_positions` (the logit
+                                            lens); its last layer equals mlm_logits at the same positions
              nsp_logits     (B, 2)          0 = IsNext, 1 = NotNext (a model with an NSP head only)
              attentions     (B, L, heads, T, T)
              hidden_states  (B, L + 1, T, H) the embeddings' output first, then every layer
              token, segment, position (B, T, H)  the three parts of the input embedding sum
 
 Why guesses only at `positions`: the MLM decoder is the model's largest matrix (V × H); scoring every token
-would cost more than the whole encoder at a sentence's length, and a page only shows the [MASK]s.
+would cost more than the whole encoder at a sentence's length, and a page only shows the [MASK]s. The lens
+has its own positions for the same reason: L decoders for a view that does not draw them cost as much again.
 
 Why the TorchScript exporter (`dynamo=False`): it needs only the `onnx` package, takes this plain-PyTorch
 forward as it is and writes a graph with a dynamic length in seconds. The newer exporter also needs
@@ -56,6 +59,7 @@ MANIFEST = "bertlab-model.json"
 MODEL_FILE = "model.onnx"
 OPSET = 17
 CHECK_TEXT = ("a sentence the export was not traced with , [MASK] and all .", "the second one checks the pair .")
+INPUTS = ("input_ids", "token_type_ids", "positions", "lens_positions")
 OUTPUTS = ("mlm_logits", "lens_logits", "nsp_logits", "attentions", "hidden_states", "token", "segment", "position")
 
 
@@ -86,14 +90,14 @@ class _Graph(nn.Module):
         self.mlm = model.cls.predictions
         self.nsp = model.cls.seq_relationship if isinstance(model, BertForPreTraining) else None
 
-    def forward(self, input_ids, token_type_ids, positions):
+    def forward(self, input_ids, token_type_ids, positions, lens_positions):
         parts = self.bert.embeddings(input_ids, token_type_ids)
         last, hidden, attn = self.bert.encoder(parts.normed, None, output_attentions=True, output_hidden_states=True)
         hidden_states = torch.stack(hidden, dim=1)                       # (B, L + 1, T, H)
         attentions = torch.stack(attn, dim=1)                            # (B, L, heads, T, T)
-        picked = hidden_states[:, 1:].index_select(2, positions)         # (B, L, N, H)
-        lens_logits = self.mlm(picked)                                   # (B, L, N, V)
-        out = [lens_logits[:, -1], lens_logits]
+        mlm_logits = self.mlm(last.index_select(1, positions))           # (B, N, V)
+        lens_logits = self.mlm(hidden_states[:, 1:].index_select(2, lens_positions))   # (B, L, M, V)
+        out = [mlm_logits, lens_logits]
         if self.nsp is not None:
             out.append(self.nsp(self.bert.pooler(last)))                 # (B, 2)
         return (*out, attentions, hidden_states, parts.token, parts.segment, parts.position)
@@ -171,18 +175,18 @@ def _to_fp16(model_path: Path) -> int:
 def _feeds(tokenizer: Tokenizer, text: str, pair: str | None = None):
     enc = tokenizer(text, pair)
     ids = torch.tensor([enc.input_ids])
-    return ids, torch.tensor([enc.token_type_ids]), torch.arange(ids.shape[1])
+    every = torch.arange(ids.shape[1])
+    return ids, torch.tensor([enc.token_type_ids]), every, every
 
 
 @torch.no_grad()
-def reference_outputs(model, ids, token_type_ids, positions) -> dict[str, torch.Tensor]:
+def reference_outputs(model, ids, token_type_ids, positions, lens_positions) -> dict[str, torch.Tensor]:
     """bertlab's own forward (`model(...)`, input checks and all) arranged as the graph's outputs: the parity
     tests compare the two."""
     out = model(ids, token_type_ids, output_attentions=True, output_hidden_states=True)
     head = model.cls.predictions
     hidden = torch.stack(out.hidden_states, 1)
-    lens = head(hidden[:, 1:, positions])
-    ref = {"mlm_logits": lens[:, -1], "lens_logits": lens}
+    ref = {"mlm_logits": head(hidden[:, -1, positions]), "lens_logits": head(hidden[:, 1:, lens_positions])}
     if isinstance(model, BertForPreTraining):
         ref["nsp_logits"] = out.seq_relationship_logits
     ref.update(attentions=torch.stack(out.attentions, 1), hidden_states=hidden, token=out.embeddings.token,
@@ -197,10 +201,10 @@ def measure(model, tokenizer, model_path: Path, text: str = CHECK_TEXT[0], pair:
     except ImportError:
         return None
     session = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
-    ids, tt, pos = _feeds(tokenizer, text, pair)
-    got = session.run(None, {"input_ids": ids.numpy(), "token_type_ids": tt.numpy(), "positions": pos.numpy()})
+    feeds = _feeds(tokenizer, text, pair)
+    got = session.run(None, dict(zip(INPUTS, (x.numpy() for x in feeds))))
     names = [o.name for o in session.get_outputs()]
-    ref = reference_outputs(model, ids, tt, pos)
+    ref = reference_outputs(model, *feeds)
     return {n: float((torch.from_numpy(g) - ref[n]).abs().max()) for n, g in zip(names, got)}
 
 
@@ -230,12 +234,12 @@ def export_onnx(model, tokenizer, out, dtype: str = "fp32", *, name: str | None 
     outputs = [n for n in OUTPUTS if n != "nsp_logits" or graph.nsp is not None]
     feeds = _feeds(tokenizer, "the [MASK] is exported once .")
     dynamic = {"input_ids": {0: "batch", 1: "tokens"}, "token_type_ids": {0: "batch", 1: "tokens"},
-               "positions": {0: "guesses"}}
+               "positions": {0: "guesses"}, "lens_positions": {0: "lens_guesses"}}
     with tempfile.TemporaryDirectory(prefix="bertlab-onnx-") as tmp:
         path = Path(tmp) / MODEL_FILE
         with torch.no_grad():
             torch.onnx.export(graph, feeds, str(path), dynamo=False, opset_version=OPSET,
-                              input_names=["input_ids", "token_type_ids", "positions"], output_names=outputs,
+                              input_names=list(INPUTS), output_names=outputs,
                               dynamic_axes=dynamic, do_constant_folding=False)
         kept = _to_fp16(path) if dtype == "fp16" else 0
         diff = measure(cpu.eval(), tokenizer, path)
@@ -254,7 +258,7 @@ def export_onnx(model, tokenizer, out, dtype: str = "fp32", *, name: str | None 
         "tokenizer": {"file": "tokenizer.json", "vocab_size": tokenizer.vocab_size, "lowercase": tokenizer.lowercase,
                       "special_ids": {"pad": tokenizer.pad_id, "unk": tokenizer.unk_id, "cls": tokenizer.cls_id,
                                       "sep": tokenizer.sep_id, "mask": tokenizer.mask_id}},
-        "inputs": ["input_ids", "token_type_ids", "positions"], "outputs": outputs,
+        "inputs": list(INPUTS), "outputs": outputs,
         "parity": {"text": list(CHECK_TEXT), "max_abs_diff": diff},
     }
     files.replace_text(out / MANIFEST, json.dumps(manifest, indent=1) + "\n")

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import nbformat
 
+from . import inpage
 from .course import Lesson, course_map, find_glossary, find_lessons
 from .execute import executed_notebooks
 from .live import Live
@@ -45,6 +46,7 @@ class Book:
     executed: dict[str, str]                   # notebook → "reused an executed copy" / "ran in 12.3 s" / "not run"
     counts: dict[str, dict[str, int]] = field(default_factory=dict)   # page → plotly, widgets, attention views
     seconds: float = 0.0
+    live_model: dict | None = None             # the in-page model's sizes and parity (inpage.add_to_site), or None
 
     @property
     def size_bytes(self) -> int:
@@ -81,7 +83,7 @@ def _plotly_js() -> bytes:
 
 
 def build(out, repo=None, *, notebooks=None, cache=None, reuse=(), execute: bool = True, live: Live | None = None,
-          timeout: int = 900) -> Book:
+          timeout: int = 900, live_model: bool = True) -> Book:
     """Build the site into `out` (created; a previous book there is replaced, anything else is refused).
 
     `repo`: the repository (default: the one this bertlab runs from): its notebooks/, README.md, docs/glossary.md
@@ -128,6 +130,8 @@ def build(out, repo=None, *, notebooks=None, cache=None, reuse=(), execute: bool
     for name in ("book.js", "book.css", "binder.svg"):
         (static / name).write_bytes(_static(name))
     (static / "pygments.css").write_text(pygments_css())
+    # the in-page model (bertlab/book/inpage): its runtime, views and bertlab-mini exported into _static/live
+    live_sizes = inpage.add_to_site(static) if live_model else None
 
     site = _Site(out, lessons, live, has_glossary=glossary is not None, repo=repo)
     counts: dict[str, dict[str, int]] = {}
@@ -141,7 +145,8 @@ def build(out, repo=None, *, notebooks=None, cache=None, reuse=(), execute: bool
             'in the notebook file.</p>')
         prev_l = lessons[i - 1] if i > 0 else None
         next_l = lessons[i + 1] if i + 1 < len(lessons) else None
-        page = site.page(lesson.title, note + site.live_box(lesson) + f'<article class="notebook">{body}</article>',
+        typed = inpage.panel(lesson.notebook) if live_sizes else ""
+        page = site.page(lesson.title, note + site.live_box(lesson) + typed + f'<article class="notebook">{body}</article>',
                          current=lesson.page, prev=prev_l, next=next_l)
         (out / lesson.page).write_text(page, encoding="utf-8")
         counts[lesson.page] = renderer.counts
@@ -157,12 +162,16 @@ def build(out, repo=None, *, notebooks=None, cache=None, reuse=(), execute: bool
                                        encoding="utf-8")
     (out / "index.html").write_text(site.page("bertlab: the lab book", site.front(), current="index.html"),
                                     encoding="utf-8")
+    if live_sizes:
+        (out / inpage.PAGE).write_text(site.page("What runs where", inpage.what_runs_where(live_sizes),
+                                                 current=inpage.PAGE), encoding="utf-8")
+        pages.append(inpage.PAGE)
     (out / "search.html").write_text(site.page("Search", site.search_page(), current="search.html"), encoding="utf-8")
     (static / "search-index.js").write_text("window.BOOK_INDEX = " + json.dumps(search, ensure_ascii=False) + ";\n",
                                             encoding="utf-8")
     pages = ["index.html"] + pages + ["teachers.html", "search.html"]
     return Book(out=out, pages=pages, lessons=lessons, executed={p.name: h for p, h in how.items()},
-                counts=counts, seconds=time.perf_counter() - t0)
+                counts=counts, seconds=time.perf_counter() - t0, live_model=live_sizes)
 
 
 # ---- search ---------------------------------------------------------------------------------------------
@@ -254,6 +263,8 @@ class _Site:
         scripts = '<script src="_static/plotly.min.js"></script>' if "plotly-figure" in body else ""
         if current == "search.html":
             scripts += '<script src="_static/search-index.js"></script>'
+        if "data-bertlab-view" in body:
+            scripts += inpage.scripts()
         return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
