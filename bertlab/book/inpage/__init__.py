@@ -108,7 +108,9 @@ def panel(notebook: str, lesson_pages=None) -> str:
         return ""
     items = "".join(
         f'<div class="live-view" data-bertlab-view="{v}" data-defaults="{html.escape(json.dumps(_DEFAULTS[v]))}">'
-        f'<h3>{html.escape(_TITLES[v])}</h3><p class="live-status">Loading the model …</p></div>' for v in views)
+        f'<h3>{html.escape(_TITLES[v])}</h3><p class="live-status">Loading the model … (if this stays, the page '
+        f'was opened as a file: the model needs the site served over http, see <a href="{PAGE}#hosting">what runs '
+        f'where</a>)</p></div>' for v in views)
     return (f'<section class="live-model" aria-label="the model in this page"><h2>Type your own sentence here</h2>'
             f'<p>{MODEL_NAME} runs in this page: what you type is computed by your browser and never leaves your '
             f'machine (<a href="{PAGE}">what runs where</a>). The lesson below shows the same views on its own '

@@ -160,7 +160,9 @@ const VIEWS = {
     const vectors = async (text, word) => {
       const pieces = (await bertlab.encode(word)).tokens.slice(1, -1);
       const r = await bertlab.forward(text, null, []);
-      const at = r.tokens.findIndex((_, i) => pieces.every((p, j) => r.tokens[i + j] === p));
+      // whole words only, as bertlab.word_vectors matches: "bank" is not the start of "bank ##er"
+      const at = r.tokens.findIndex((_, i) => pieces.every((p, j) => r.tokens[i + j] === p) &&
+        !(r.tokens[i + pieces.length] || "").startsWith("##"));
       if (!pieces.length || at < 0) throw new Error(`"${word}" (${pieces.join(" ") || "no tokens"}) is not in "${text}"`);
       const D = r.hidden, T = r.T;
       return Array.from({ length: r.layers + 1 }, (_, l) => {
