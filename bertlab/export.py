@@ -9,9 +9,11 @@ so there is no attention mask to pass. What it returns is everything the book's 
     inputs   input_ids (B, T), token_type_ids (B, T)          int64, T any length up to max_position
              positions (N,)                                    int64: the token positions to guess (N may be 0)
              lens_positions (M,)                               int64: the positions to read through every layer
-    outputs  mlm_logits     (B, N, V)       the MLM head at `positions` (all T of them: pass 0 … T-1)
-             lens_logits    (B, L, M, V)    the same head on every layer's output at `lens_positions` (the logit
-                                            lens); its last layer equals mlm_logits at the same positions
+    outputs  mlm_logits     (B·N, V)        the MLM head at `positions` (all T of them: pass 0 … T-1), rows in
+                                            (batch, position) order
+             lens_logits    (B·L·M, V)      the same head on every layer's output at `lens_positions` (the logit
+                                            lens), rows in (batch, layer, position) order; its last layer's rows
+                                            equal mlm_logits at the same positions
              nsp_logits     (B, 2)          0 = IsNext, 1 = NotNext (a model with an NSP head only)
              attentions     (B, L, heads, T, T)
              hidden_states  (B, L + 1, T, H) the embeddings' output first, then every layer
@@ -25,8 +27,9 @@ Why the TorchScript exporter (`dynamo=False`): it needs only the `onnx` package,
 forward as it is and writes a graph with a dynamic length in seconds. The newer exporter also needs
 `onnxscript`; it can replace this one when the old one goes.
 
-dtype: "fp32" stores the weights as the model holds them; "fp16" stores them as float16 and casts them back
-to float32 inside the graph (the sums stay float32), halving the file. bertlab-mini was saved in bfloat16,
+dtype: "fp32" stores the weights inside model.onnx as float32; "fp16" stores them beside it as float16
+(weights.fp16), which the runner widens back to float32 before the graph runs (the sums stay float32),
+halving the download. bertlab-mini was saved in bfloat16,
 whose every value float16 holds exactly, so for it fp16 loses nothing; for any model the manifest records
 the largest difference from bertlab's forward, measured at export on a sentence with ONNX Runtime.
 """
@@ -57,6 +60,8 @@ logger = logging.getLogger(__name__)
 DTYPES = ("fp32", "fp16")
 MANIFEST = "bertlab-model.json"
 MODEL_FILE = "model.onnx"
+WEIGHTS_FILE = "weights.fp16"    # fp16 exports: the weights, float16, in the graph's order
+WEIGHTS_AS = "weights.bin"       # the name the graph gives them (as float32), which the page supplies
 OPSET = 17
 CHECK_TEXT = ("a sentence the export was not traced with , [MASK] and all .", "the second one checks the pair .")
 INPUTS = ("input_ids", "token_type_ids", "positions", "lens_positions")
@@ -90,13 +95,22 @@ class _Graph(nn.Module):
         self.mlm = model.cls.predictions
         self.nsp = model.cls.seq_relationship if isinstance(model, BertForPreTraining) else None
 
+    def _guess(self, states):
+        """The MLM head on (..., H) states, run on them as one (n, H) matrix and returned as one (n, V).
+
+        On a matrix the exporter writes the tied decoder as Gemm(transB=1), which reads the token-embedding
+        table as it is: the file holds it once and nothing transposes it when the page opens the model. The
+        rows stay flat because ONNX's Reshape reads a 0 in a shape as "keep this dimension", so a shape with
+        no guesses in it (N = 0) could not be written back."""
+        return self.mlm(states.reshape(-1, states.shape[-1]))            # (n, V)
+
     def forward(self, input_ids, token_type_ids, positions, lens_positions):
         parts = self.bert.embeddings(input_ids, token_type_ids)
         last, hidden, attn = self.bert.encoder(parts.normed, None, output_attentions=True, output_hidden_states=True)
         hidden_states = torch.stack(hidden, dim=1)                       # (B, L + 1, T, H)
         attentions = torch.stack(attn, dim=1)                            # (B, L, heads, T, T)
-        mlm_logits = self.mlm(last.index_select(1, positions))           # (B, N, V)
-        lens_logits = self.mlm(hidden_states[:, 1:].index_select(2, lens_positions))   # (B, L, M, V)
+        mlm_logits = self._guess(last.index_select(1, positions))         # (B·N, V)
+        lens_logits = self._guess(hidden_states[:, 1:].index_select(2, lens_positions))   # (B·L·M, V)
         out = [mlm_logits, lens_logits]
         if self.nsp is not None:
             out.append(self.nsp(self.bert.pooler(last)))                 # (B, 2)
@@ -138,38 +152,53 @@ def _prepare_dir(out) -> Path:
     return out
 
 
-def _to_fp16(model_path: Path) -> int:
-    """Store every float32 weight of the graph as float16, cast back to float32 where it is used.
+def _to_fp16(model_path: Path, weights_path: Path) -> None:
+    """Move every float32 weight out of the graph into `weights_path` as float16, one after another.
 
-    Returns how many weights kept float32 because a value lies outside float16's range (none for bertlab's)."""
+    The graph keeps float32 weights stored outside it (ONNX's external data, at the offsets a float32 file
+    `WEIGHTS_AS` would have), so whoever runs it widens the float16 file to float32 first: the page does that
+    in a few lines of JavaScript (bertlab-live.mjs), `session()` below in numpy. Why not float16 inside the
+    graph with casts: ONNX Runtime Web then spends seconds folding the casts when the page opens."""
     import numpy as np
     import onnx
-    from onnx import helper, numpy_helper
+    from onnx import numpy_helper
 
     proto = onnx.load(str(model_path))
-    g = proto.graph
-    casts, kept, inits = [], 0, []
-    for init in g.initializer:
+    chunks, offset = [], 0
+    for init in proto.graph.initializer:
         if init.data_type != onnx.TensorProto.FLOAT:
-            inits.append(init)
             continue
-        arr = numpy_helper.to_array(init)
+        arr = numpy_helper.to_array(init).astype(np.float32)
         if arr.size and np.abs(arr).max() > np.finfo(np.float16).max:
-            kept += 1
-            inits.append(init)
-            continue
-        half = numpy_helper.from_array(arr.astype(np.float16), name=init.name + "_fp16")
-        inits.append(half)
-        casts.append(helper.make_node("Cast", [half.name], [init.name], to=onnx.TensorProto.FLOAT,
-                                      name=init.name + "_to_fp32"))
-    del g.initializer[:]
-    g.initializer.extend(inits)
-    nodes = list(g.node)
-    del g.node[:]
-    g.node.extend(casts + nodes)                   # casts first: the graph's nodes stay in topological order
-    onnx.checker.check_model(proto)
+            raise ValueError(f"weight {init.name} holds values beyond float16's range (±65504): export with "
+                             "dtype='fp32'")
+        chunks.append(arr.astype(np.float16).tobytes())
+        init.ClearField("raw_data")
+        del init.float_data[:]
+        init.data_location = onnx.TensorProto.EXTERNAL
+        del init.external_data[:]
+        for key, value in (("location", WEIGHTS_AS), ("offset", str(4 * offset)), ("length", str(4 * arr.size))):
+            init.external_data.add(key=key, value=value)
+        offset += arr.size
     onnx.save(proto, str(model_path))
-    return kept
+    weights_path.write_bytes(b"".join(chunks))
+
+
+def session(folder):
+    """An ONNX Runtime session (CPU) over an export folder: fp32 as it is, fp16 with its weights widened to
+    float32 in a temporary folder, as the page does."""
+    import numpy as np
+    import onnxruntime as ort
+
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    if not manifest.get("weights"):
+        return ort.InferenceSession(str(folder / MODEL_FILE), providers=["CPUExecutionProvider"])
+    with tempfile.TemporaryDirectory(prefix="bertlab-onnx-") as tmp:
+        shutil.copyfile(folder / MODEL_FILE, Path(tmp) / MODEL_FILE)
+        half = np.fromfile(folder / manifest["weights"]["file"], dtype=np.float16)
+        half.astype(np.float32).tofile(Path(tmp) / WEIGHTS_AS)
+        return ort.InferenceSession(str(Path(tmp) / MODEL_FILE), providers=["CPUExecutionProvider"])
 
 
 def _feeds(tokenizer: Tokenizer, text: str, pair: str | None = None):
@@ -186,7 +215,9 @@ def reference_outputs(model, ids, token_type_ids, positions, lens_positions) -> 
     out = model(ids, token_type_ids, output_attentions=True, output_hidden_states=True)
     head = model.cls.predictions
     hidden = torch.stack(out.hidden_states, 1)
-    ref = {"mlm_logits": head(hidden[:, -1, positions]), "lens_logits": head(hidden[:, 1:, lens_positions])}
+    V = model.config.vocab_size
+    ref = {"mlm_logits": head(hidden[:, -1, positions]).reshape(-1, V),
+           "lens_logits": head(hidden[:, 1:, lens_positions]).reshape(-1, V)}
     if isinstance(model, BertForPreTraining):
         ref["nsp_logits"] = out.seq_relationship_logits
     ref.update(attentions=torch.stack(out.attentions, 1), hidden_states=hidden, token=out.embeddings.token,
@@ -194,16 +225,16 @@ def reference_outputs(model, ids, token_type_ids, positions, lens_positions) -> 
     return ref
 
 
-def measure(model, tokenizer, model_path: Path, text: str = CHECK_TEXT[0], pair: str | None = CHECK_TEXT[1]):
+def measure(model, tokenizer, folder: Path, text: str = CHECK_TEXT[0], pair: str | None = CHECK_TEXT[1]):
     """Largest |ONNX Runtime − bertlab| per output on one text (pair); None when onnxruntime is not installed."""
     try:
-        import onnxruntime as ort
+        import onnxruntime  # noqa: F401
     except ImportError:
         return None
-    session = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
+    run = session(folder)
     feeds = _feeds(tokenizer, text, pair)
-    got = session.run(None, dict(zip(INPUTS, (x.numpy() for x in feeds))))
-    names = [o.name for o in session.get_outputs()]
+    got = run.run(None, dict(zip(INPUTS, (x.numpy() for x in feeds))))
+    names = [o.name for o in run.get_outputs()]
     ref = reference_outputs(model, *feeds)
     return {n: float((torch.from_numpy(g) - ref[n]).abs().max()) for n, g in zip(names, got)}
 
@@ -235,23 +266,26 @@ def export_onnx(model, tokenizer, out, dtype: str = "fp32", *, name: str | None 
     feeds = _feeds(tokenizer, "the [MASK] is exported once .")
     dynamic = {"input_ids": {0: "batch", 1: "tokens"}, "token_type_ids": {0: "batch", 1: "tokens"},
                "positions": {0: "guesses"}, "lens_positions": {0: "lens_guesses"}}
+    weights = {"file": WEIGHTS_FILE, "dtype": "float16", "as": WEIGHTS_AS} if dtype == "fp16" else None
     with tempfile.TemporaryDirectory(prefix="bertlab-onnx-") as tmp:
         path = Path(tmp) / MODEL_FILE
         with torch.no_grad():
             torch.onnx.export(graph, feeds, str(path), dynamo=False, opset_version=OPSET,
                               input_names=list(INPUTS), output_names=outputs,
-                              dynamic_axes=dynamic, do_constant_folding=False)
-        kept = _to_fp16(path) if dtype == "fp16" else 0
-        diff = measure(cpu.eval(), tokenizer, path)
+                              dynamic_axes=dynamic, do_constant_folding=True)
+        if weights:
+            _to_fp16(path, Path(tmp) / WEIGHTS_FILE)
         out.mkdir(parents=True, exist_ok=True)
         for e in out.iterdir():                 # an earlier export's files (checked plain by _prepare_dir)
             e.unlink()
-        shutil.copyfile(path, out / MODEL_FILE)
+        for name in (MODEL_FILE, WEIGHTS_FILE) if weights else (MODEL_FILE,):
+            shutil.copyfile(Path(tmp) / name, out / name)
     files.replace_text(out / "tokenizer.json", tokenizer.backend.to_str(pretty=False))
     c = model.config
     manifest = {
         "format": "bertlab-onnx/1", "name": name, "dtype": dtype, "opset": OPSET, "model_file": MODEL_FILE,
-        "size_bytes": (out / MODEL_FILE).stat().st_size, "weights_kept_fp32": kept,
+        "size_bytes": sum((out / n).stat().st_size for n in (MODEL_FILE, WEIGHTS_FILE) if (out / n).is_file()),
+        "weights": weights,
         "config": {"vocab_size": c.vocab_size, "hidden_size": c.hidden_size, "num_hidden_layers": c.num_hidden_layers,
                    "num_attention_heads": c.num_attention_heads,
                    "max_position_embeddings": c.max_position_embeddings, "type_vocab_size": c.type_vocab_size},
@@ -259,8 +293,10 @@ def export_onnx(model, tokenizer, out, dtype: str = "fp32", *, name: str | None 
                       "special_ids": {"pad": tokenizer.pad_id, "unk": tokenizer.unk_id, "cls": tokenizer.cls_id,
                                       "sep": tokenizer.sep_id, "mask": tokenizer.mask_id}},
         "inputs": list(INPUTS), "outputs": outputs,
-        "parity": {"text": list(CHECK_TEXT), "max_abs_diff": diff},
     }
+    files.replace_text(out / MANIFEST, json.dumps(manifest, indent=1) + "\n")
+    diff = measure(cpu.eval(), tokenizer, out)
+    manifest["parity"] = {"text": list(CHECK_TEXT), "max_abs_diff": diff}
     files.replace_text(out / MANIFEST, json.dumps(manifest, indent=1) + "\n")
     files.match_umask(out)
     logger.info("exported %s (%s, %.1f MB) to %s", name or type(model).__name__, dtype,

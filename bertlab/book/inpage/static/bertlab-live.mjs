@@ -25,6 +25,20 @@ class LiveModelError extends Error {}
 
 let loading = null;
 
+/** float16 bits → float32 values (the export stores the weights as float16: half the download). */
+function widen(bits) {
+  const table = new Float32Array(65536);
+  for (let h = 0; h < 65536; h++) {
+    const sign = h & 0x8000 ? -1 : 1, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
+    table[h] = exp === 0 ? sign * 2 ** -14 * (frac / 1024)
+      : exp === 31 ? (frac ? NaN : sign * Infinity)
+      : sign * 2 ** (exp - 15) * (1 + frac / 1024);
+  }
+  const out = new Float32Array(bits.length);
+  for (let i = 0; i < bits.length; i++) out[i] = table[bits[i]];
+  return out;
+}
+
 async function fetchOk(url, what) {
   let response;
   try {
@@ -43,18 +57,22 @@ export function load() {
     loading = (async () => {
       const t0 = performance.now();
       const manifest = await (await fetchOk(new URL("bertlab-model.json", MODEL), "the model's manifest")).json();
-      const [tokenizerJson, bytes] = await Promise.all([
+      const w = manifest.weights;
+      const [tokenizerJson, bytes, half] = await Promise.all([
         fetchOk(new URL(manifest.tokenizer.file, MODEL), "the tokenizer").then((r) => r.json()),
         fetchOk(new URL(manifest.model_file, MODEL), "the model").then((r) => r.arrayBuffer()),
+        w ? fetchOk(new URL(w.file, MODEL), "the model's weights").then((r) => r.arrayBuffer()) : null,
       ]);
       const tokenizer = new Tokenizer(tokenizerJson, {
         tokenizer_class: "BertTokenizer", do_lower_case: manifest.tokenizer.lowercase,
         unk_token: "[UNK]", sep_token: "[SEP]", pad_token: "[PAD]", cls_token: "[CLS]", mask_token: "[MASK]",
       });
       const t1 = performance.now();
-      const session = await ort.InferenceSession.create(new Uint8Array(bytes), {
-        executionProviders: ["wasm"], graphOptimizationLevel: "all",
-      });
+      // the export is folded already (torch folds its constants, the decoder reads the embedding table as it
+      // is); ONNX Runtime's own graph passes took seconds in WebAssembly here and made no run faster
+      const options = { executionProviders: ["wasm"], graphOptimizationLevel: "disabled" };
+      if (w) options.externalData = [{ path: w.as, data: new Uint8Array(widen(new Uint16Array(half)).buffer) }];
+      const session = await ort.InferenceSession.create(new Uint8Array(bytes), options);
       api.timings = { files_ms: t1 - t0, session_ms: performance.now() - t1, threads: ort.env.wasm.numThreads };
       return { manifest, tokenizer, session };
     })();
@@ -122,8 +140,8 @@ export async function forward(text, pair = null, positions = null, { maskAt = []
     layers: c.num_hidden_layers, heads: c.num_attention_heads, hidden: c.hidden_size, vocab: c.vocab_size,
     attentions: out.attentions.data,         // (1, L, heads, T, T)
     hidden_states: out.hidden_states.data,   // (1, L + 1, T, H)
-    lens_logits: out.lens_logits.data,       // (1, L, M, V)
-    mlm_logits: out.mlm_logits.data,         // (1, N, V)
+    lens_logits: out.lens_logits.data,       // (L·M, V): layer by layer, position by position
+    mlm_logits: out.mlm_logits.data,         // (N, V)
     nsp_logits: out.nsp_logits ? out.nsp_logits.data : null,
     token: out.token.data, segment: out.segment.data, position: out.position.data,   // (1, T, H)
   };
