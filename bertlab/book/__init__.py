@@ -130,8 +130,10 @@ def build(out, repo=None, *, notebooks=None, cache=None, reuse=(), execute: bool
     for name in ("book.js", "book.css", "binder.svg"):
         (static / name).write_bytes(_static(name))
     (static / "pygments.css").write_text(pygments_css())
-    # the in-page model (bertlab/book/inpage): its runtime, views and bertlab-mini exported into _static/live
-    live_sizes = inpage.add_to_site(static) if live_model else None
+    # the in-page model (bertlab/book/inpage): its runtime, views and bertlab-mini exported into _static/live,
+    # when a lesson has a live view
+    wanted = live_model and any(inpage.LESSON_VIEWS.get(lesson.notebook) for lesson in lessons)
+    live_sizes = inpage.add_to_site(static, cache=cache) if wanted else None
 
     site = _Site(out, lessons, live, has_glossary=glossary is not None, repo=repo)
     counts: dict[str, dict[str, int]] = {}

@@ -17,6 +17,7 @@ would need the network once per machine and a second code path to test.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import logging
@@ -49,9 +50,22 @@ def _static() -> Path:
     return Path(str(resources.files("bertlab.book.inpage") / "static"))
 
 
-def add_to_site(static_dir, model=MODEL_NAME, dtype: str = DTYPE) -> dict:
+def _cache_key(dtype: str) -> str:
+    """What the bundled model's export depends on: the exporter's source, the dtype, the model's files."""
+    from ... import export
+
+    h = hashlib.sha256(Path(export.__file__).read_bytes() + dtype.encode())
+    src = Path(str(resources.files("bertlab") / "assets" / MODEL_NAME))
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        h.update((src / name).read_bytes())
+    return h.hexdigest()[:20]
+
+
+def add_to_site(static_dir, model=MODEL_NAME, dtype: str = DTYPE, cache=None) -> dict:
     """Copy the runtime and views into `static_dir`/live and export `model` beside them.
 
+    `cache`: a folder where the bundled model's export is kept for the next build (the book's build cache);
+    it is used again while the exporter, the dtype and the model's files are unchanged.
     Returns {"files": bytes of the runtime and views, "model": bytes of the exported model folder,
     "max_abs_diff": the export's measured parity}. Raises ImportError (with what to install) when the ONNX
     exporter is missing.
@@ -62,20 +76,29 @@ def add_to_site(static_dir, model=MODEL_NAME, dtype: str = DTYPE) -> dict:
         raise ImportError("the book's in-page model is exported with torch's ONNX exporter, which needs the onnx "
                           "package: pip install 'bertlab[book]' (or pass live_model=False)") from err
     from ...checkpoint import load
-    from ...export import export_onnx
+    from ...export import MANIFEST, export_onnx, read_manifest
 
     live = Path(static_dir) / "live"
     shutil.copytree(_static(), live, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
     runtime = sum(p.stat().st_size for p in live.rglob("*") if p.is_file())
-    if isinstance(model, str):
-        model, tokenizer = load(model, device="cpu")
-        name = MODEL_NAME
+    target = live / "model"
+    kept = Path(cache) / "live-model" / _cache_key(dtype) if cache is not None and model == MODEL_NAME else None
+    if kept is not None and (kept / MANIFEST).is_file():
+        shutil.copytree(kept, target)
+        diff = read_manifest(target)["parity"]["max_abs_diff"]
     else:
-        model, tokenizer = model
-        name = type(model).__name__
-    result = export_onnx(model, tokenizer, live / "model", dtype, name=name)
-    size = sum(p.stat().st_size for p in (live / "model").iterdir())
-    return {"files": runtime, "model": size, "max_abs_diff": result.max_abs_diff}
+        if isinstance(model, str):
+            model, tokenizer = load(model, device="cpu")
+            name = MODEL_NAME
+        else:
+            model, tokenizer = model
+            name = type(model).__name__
+        diff = export_onnx(model, tokenizer, target, dtype, name=name).max_abs_diff
+        if kept is not None:                   # one export kept: an older one is replaced
+            shutil.rmtree(kept.parent, ignore_errors=True)
+            shutil.copytree(target, kept)
+    size = sum(p.stat().st_size for p in target.iterdir())
+    return {"files": runtime, "model": size, "max_abs_diff": diff}
 
 
 # ---- what a lesson page gets ------------------------------------------------------------------------------
