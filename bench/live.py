@@ -42,7 +42,7 @@ EDITS = {
     "attentions": "(t) => bertlab.attentions(t.replace('[MASK]', 'shop'))",
     "nextSentence": "(t) => bertlab.nextSentence(t.replace('[MASK]', 'shop'), 'they ate it all .')",
     "fill view (logit lens)": """async (t) => { const e = await bertlab.encode(t); const m = e.tokens.indexOf('[MASK]');
-        const r = await bertlab.forward(t, null, [m], {lens: [m]}); await bertlab.lens(r, 3); return bertlab.guesses(r, 5); }""",
+        const r = await bertlab.forward(t, null, [], {lens: [m]}); await bertlab.lens(r, 3); return bertlab.lens(r, 5); }""",
 }
 
 

@@ -72,9 +72,10 @@ const VIEWS = {
       const enc = await bertlab.encode(input.value);
       const masks = enc.tokens.flatMap((t, i) => (t === "[MASK]" ? [i] : []));
       if (masks.length !== 1) throw new Error(`type exactly one [MASK] (found ${masks.length})`);
-      const r = await bertlab.forward(input.value, null, masks, { lens: masks });
+      // the lens alone: its last layer is the model's own guess, so the decoder runs once for all layers
+      const r = await bertlab.forward(input.value, null, [], { lens: masks });
       const lens = await bertlab.lens(r, 3);
-      const last = (await bertlab.guesses(r, 5))[0];
+      const last = (await bertlab.lens(r, 5))[r.layers - 1][0];
       const table = el("table", { class: "live-lens" },
         el("tr", {}, el("th", {}, "layer"), el("th", { colspan: 3 }, "top 3 guesses read off that layer (the logit lens)")),
         lens.map((row, l) => el("tr", {}, el("td", {}, l + 1), row[0].map((g) => el("td", {}, `${g.token} ${pct(g.prob)}`)))));
