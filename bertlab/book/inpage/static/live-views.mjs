@@ -26,7 +26,7 @@ const bar = (value, max = 1) => el("span", { class: "live-bar", style: `width:${
 function live(view, inputs, compute) {
   const status = view.querySelector(".live-status");
   const output = el("div", { class: "live-output" });
-  view.append(output);
+  view.append(output, status);                   // inputs, then what they give, then how long it took
   let running = false, again = false;
   async function update() {
     if (running) { again = true; return; }
