@@ -240,8 +240,10 @@ def measure(model, tokenizer, folder: Path, text: str = CHECK_TEXT[0], pair: str
 
 
 def export_onnx(model, tokenizer, out, dtype: str = "fp32", *, name: str | None = None) -> OnnxExport:
-    """Write `model` (with an MLM head; an NSP head too if it has one) to `out`/model.onnx, its tokenizer.json
-    beside it, and a manifest (`bertlab-model.json`: sizes, outputs, special ids, the measured parity).
+    """Write `model` (with its MLM head, and NSP head if any) as ONNX into the folder `out`, for ONNX Runtime.
+
+    `out` gets model.onnx (and weights.fp16 for fp16), the tokenizer.json, and a manifest
+    (`bertlab-model.json`: sizes, outputs, special ids, the largest difference from bertlab's forward).
 
     `out` is created, or replaced if an earlier export wrote it; a file, a link or a folder holding anything
     else is refused. `dtype`: "fp32" or "fp16" (weights stored as float16, computed in float32).
