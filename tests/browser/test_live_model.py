@@ -219,6 +219,16 @@ def test_the_page_tokenizer_gives_bertlabs_ids_on_every_line(page, mini):
     assert not wrong, f"{len(wrong)} of {len(lines) + len(pairs)} differ; first: {wrong[:3]}"
 
 
+def test_the_book_carries_the_model_and_its_page(site):
+    assert "what-runs-where.html" in site.pages
+    lesson = (site.out / "03_self_attention.html").read_text(encoding="utf-8")
+    assert '<script type="module" src="_static/live/live-views.mjs">' in lesson
+    assert "Type your own sentence here" in lesson
+    live = site.out / "_static" / "live"
+    assert (live / "model" / "weights.fp16").is_file() and (live / "vendor" / "VENDOR.json").is_file()
+    assert site.live_model["model"] + site.live_model["files"] <= 60e6      # the budget for the site
+
+
 def test_a_text_longer_than_the_model_is_refused_with_a_message(page):
     msg = page.page.evaluate("bertlab.fillMask('word '.repeat(600) + '[MASK]', 5).then(() => 'no error', e => e.message)")
     assert "at most 512" in msg and "shorten" in msg, msg
@@ -231,6 +241,9 @@ def test_a_text_longer_than_the_model_is_refused_with_a_message(page):
     ("bertlab.fillMask('', 5)", "non-empty"),
     ("bertlab.nextSentence('a sentence', '   ')", "non-empty"),
     ("bertlab.attentions(42)", "non-empty"),
+    ("bertlab.forward('a b c', null, [9])", "token positions 0 … 4"),
+    ("bertlab.forward('a b c', null, [], {lens: [-1]})", "token positions"),
+    ("bertlab.forward('a b c', null, [], {maskAt: [0]})", "cannot be masked"),
 ])
 def test_bad_calls_to_the_page_api_say_what_was_wrong(page, call, needle):
     msg = page.page.evaluate(f"{call}.then(() => 'no error', e => e.message)")

@@ -127,6 +127,11 @@ export async function forward(text, pair = null, positions = null, { maskAt = []
   }
   if (positions === null) positions = ids.flatMap((id, i) => (id === maskId ? [i] : []));
   const T = ids.length;
+  for (const [name, list] of [["positions", positions], ["lens", lens]]) {
+    if (!Array.isArray(list) || !list.every((i) => Number.isInteger(i) && i >= 0 && i < T)) {
+      throw new LiveModelError(`${name} must be a list of token positions 0 … ${T - 1}, got ${JSON.stringify(list)}`);
+    }
+  }
   const feeds = {
     input_ids: new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, T]),
     token_type_ids: new ort.Tensor("int64", BigInt64Array.from(enc.token_type_ids, BigInt), [1, T]),
