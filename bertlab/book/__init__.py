@@ -136,6 +136,7 @@ def build(out, repo=None, *, notebooks=None, cache=None, reuse=(), execute: bool
     live_sizes = inpage.add_to_site(static, cache=cache) if wanted else None
 
     site = _Site(out, lessons, live, has_glossary=glossary is not None, repo=repo)
+    site.extra_nav = [(inpage.PAGE, "What runs where")] if live_sizes else []
     counts: dict[str, dict[str, int]] = {}
     search: list[dict] = []
     for i, lesson in enumerate(lessons):
@@ -247,6 +248,7 @@ class _Site:
         if self.has_glossary:
             items.append(("glossary.html", "Glossary"))
         items.append(("teachers.html", "Teacher's notes"))
+        items += getattr(self, "extra_nav", [])
         links = "".join(f'<li><a href="{p}"{" aria-current=page class=current" if p == current else ""}>'
                         f"{html.escape(t)}</a></li>" for p, t in items)
         return (f'<nav class="sidebar" aria-label="lessons"><a class="home" href="index.html">bertlab lab book</a>'

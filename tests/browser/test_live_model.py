@@ -223,7 +223,7 @@ def test_the_book_carries_the_model_and_its_page(site):
     assert "what-runs-where.html" in site.pages
     lesson = (site.out / "03_self_attention.html").read_text(encoding="utf-8")
     assert '<script type="module" src="_static/live/live-views.mjs">' in lesson
-    assert "Type your own sentence here" in lesson
+    assert "Type your own sentence here" in lesson and 'href="what-runs-where.html">What runs where</a>' in lesson
     live = site.out / "_static" / "live"
     assert (live / "model" / "weights.fp16").is_file() and (live / "vendor" / "VENDOR.json").is_file()
     assert site.live_model["model"] + site.live_model["files"] <= 60e6      # the budget for the site
