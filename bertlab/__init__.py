@@ -9,6 +9,7 @@ from .checkpoint import load, save
 from .config import BertConfig
 from .course import check, hint  # exercise checks that never show the answer; hints in tiers
 from .experiments import experiment, replay
+from .export import export_onnx  # the model as one ONNX file, for ONNX Runtime and the book's in-page model
 from .finetuning import FineTuneResult, evaluate_task, finetune, load_task
 from .hub import cached_models  # hub BERTs already downloaded; huggingface_hub is imported only on use
 from .model import (
@@ -58,4 +59,4 @@ __all__ = ["BertConfig", "Tokenizer", "Encoding", "Batch", "Bert", "BertOutput",
            "cosine_distances", "sentence_embedding", "attention_rollout", "head_importance", "ablate", "saliency", "head_types",
            "contextuality", "nearest_contexts", "probe_layers", "load_probing_set", "attention_neurons",
            "attention_map", "patch", "compare_fill", "context_mixing", "mixing_scoreboard", "check", "hint",
-           "finetune", "FineTuneResult", "evaluate_task", "load_task", "experiment", "replay"]
+           "finetune", "FineTuneResult", "evaluate_task", "load_task", "experiment", "replay", "export_onnx"]

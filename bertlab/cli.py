@@ -8,6 +8,7 @@
     bertlab finetune --model NAME --task classify --train train.jsonl [--val val.jsonl] --out DIR [--overwrite]
     bertlab experiment ablations|finetune|SPEC.json --out DIR [--jobs N] [--shard K/N]
     bertlab replay CARD [--row N]
+    bertlab export --onnx DIR [--model NAME_OR_PATH] [--dtype fp32|fp16]
 
 The pretrain flags are generated from the fields of `PretrainArgs` (pretraining/trainer.py): one flag per field,
 with the field's name, default and `help` metadata, and a type read from its annotation (bool: --x/--no-x, list:
@@ -20,6 +21,8 @@ field of a type the annotation rule does not cover (a tuple, say) would need a l
 JupyterLab there (bertlab/lab.py).
 
 `bertlab book` builds the lessons into a static web site that views offline (bertlab/book/).
+
+`bertlab export --onnx DIR` writes a model with its MLM head as ONNX, with its tokenizer.json (bertlab/export.py).
 """
 
 from __future__ import annotations
@@ -120,12 +123,27 @@ def _add_book(sub) -> argparse.ArgumentParser:
     return p
 
 
+def _add_export(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("export", help="write a model as ONNX (every attention, hidden state and guess)",
+                       description="Write a model with its masked-LM head (and NSP head, if it has one) to "
+                                   "DIR/model.onnx for ONNX Runtime, with its tokenizer.json and a manifest "
+                                   "that records the outputs and how closely they match bertlab's forward.")
+    p.add_argument("--onnx", required=True, metavar="DIR",
+                   help="folder for the export (created; an export written there before is replaced)")
+    p.add_argument("--model", default="bertlab-mini", metavar="NAME_OR_PATH",
+                   help="what bertlab.load takes: a bundled name or a saved model's folder (default: bertlab-mini)")
+    p.add_argument("--dtype", default="fp32", choices=("fp32", "fp16"),
+                   help="how the weights are stored; fp16 halves the file, the sums stay float32 (default: fp32)")
+    return p
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="bertlab", description="bertlab: a compact, inspectable BERT")
     sub = parser.add_subparsers(dest="command", required=True)
     pretrain_parser = _add_pretrain(sub)
     _add_lab(sub)
     _add_book(sub)
+    _add_export(sub)
     from .experiments import commands  # finetune, experiment, replay: thin commands over the Python API
 
     commands.add_parsers(sub)
@@ -173,6 +191,22 @@ def main(argv=None) -> int:
         from .lab import main as lab_main
 
         return lab_main(args.dir, no_browser=args.no_browser, port=args.port, solutions=args.solutions)
+    if args.command == "export":
+        from .checkpoint import load
+        from .export import export_onnx
+
+        try:
+            model, tokenizer = load(args.model, device="cpu")
+            result = export_onnx(model, tokenizer, args.onnx, args.dtype, name=args.model)
+        # a model without an MLM head, a folder that is a file, a link or someone's: one line
+        except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError) as e:
+            print(f"bertlab export: error: {e}", file=sys.stderr)
+            return 2
+        worst = max(result.max_abs_diff.values()) if result.max_abs_diff else None
+        print(f"{result.model} ({result.dtype}, {result.size_bytes / 1e6:.1f} MB); outputs: {', '.join(result.outputs)}")
+        print("largest difference from bertlab's forward: " + (f"{worst:.2g}" if worst is not None else
+                                                               "not measured (pip install onnxruntime)"))
+        return 0
     if args.command == "book":
         from .book import Live, build
 

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import nbformat
 
+from . import inpage
 from .course import Lesson, course_map, find_glossary, find_lessons, read_notebook, read_text
 from .execute import executed_notebooks
 from .live import Live
@@ -58,6 +59,7 @@ class Book:
     executed: dict[str, str]                   # notebook → "reused an executed copy" / "ran in 12.3 s" / "not run"
     counts: dict[str, dict[str, int]] = field(default_factory=dict)   # page → plotly, widgets, attention views
     seconds: float = 0.0
+    live_model: dict | None = None             # the in-page model's sizes and parity (inpage.add_to_site), or None
 
     @property
     def size_bytes(self) -> int:
@@ -94,7 +96,7 @@ def _plotly_js() -> bytes:
 
 
 def build(out, repo=None, *, notebooks=None, cache=None, reuse=(), execute: bool = True, live: Live | None = None,
-          timeout: int = 900) -> Book:
+          timeout: int = 900, live_model: bool = True) -> Book:
     """Build the site into `out` (created; a previous book there is replaced, anything else is refused).
 
     `repo`: the repository (default: the one this bertlab runs from): its notebooks/, README.md, docs/glossary.md
@@ -143,13 +145,13 @@ def build(out, repo=None, *, notebooks=None, cache=None, reuse=(), execute: bool
         log.warning("the JupyterHub link needs the repository students pull: pass --repo-url (it is left out)")
     try:
         nbs, how = executed_notebooks(to_run, cache, list(reuse), execute=execute, timeout=timeout)
-        pages, counts = _write_site(work, lessons, nbs, how, glossary, live, repo)
+        pages, counts, live_sizes = _write_site(work, lessons, nbs, how, glossary, live, repo, live_model, cache)
         _swap(work, out)
     except BaseException:                       # an error or Ctrl-C: the half-built site goes, the old one stays
         shutil.rmtree(work, ignore_errors=True)
         raise
     return Book(out=out, pages=pages, lessons=lessons, executed={p.name: h for p, h in how.items()},
-                counts=counts, seconds=time.perf_counter() - t0)
+                counts=counts, seconds=time.perf_counter() - t0, live_model=live_sizes)
 
 
 MARKER = ".bertlab-book"
@@ -189,7 +191,8 @@ def _swap(work: Path, out: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _write_site(out: Path, lessons, nbs, how, glossary, live: Live, repo) -> tuple[list[str], dict]:
+def _write_site(out: Path, lessons, nbs, how, glossary, live: Live, repo, live_model: bool = True,
+                cache=None) -> tuple[list[str], dict, dict | None]:
     """Every page and file of the site, written into `out` (the build's own new folder)."""
     (out / MARKER).write_text("a site built by `bertlab book`; the next build replaces this folder\n")
     static = out / "_static"
@@ -205,8 +208,13 @@ def _write_site(out: Path, lessons, nbs, how, glossary, live: Live, repo) -> tup
         if font.name.endswith(".woff2"):
             (static / "katex" / "fonts" / font.name).write_bytes(font.read_bytes())
     (static / "pygments.css").write_text(pygments_css())
+    # the in-page model (bertlab/book/inpage): its runtime, views and bertlab-mini exported into _static/live,
+    # when a lesson has a live view
+    wanted = live_model and any(inpage.LESSON_VIEWS.get(lesson.notebook) for lesson in lessons)
+    live_sizes = inpage.add_to_site(static, cache=cache) if wanted else None
 
     site = _Site(out, lessons, live, has_glossary=glossary is not None, repo=repo)
+    site.extra_nav = [(inpage.PAGE, "What runs where")] if live_sizes else []
     counts: dict[str, dict[str, int]] = {}
     search: list[dict] = []
     for i, lesson in enumerate(lessons):
@@ -219,7 +227,8 @@ def _write_site(out: Path, lessons, nbs, how, glossary, live: Live, repo) -> tup
         prev_l = lessons[i - 1] if i > 0 else None
         next_l = lessons[i + 1] if i + 1 < len(lessons) else None
         scripts, styles = MATHS if renderer.counts["maths"] else ((), ())
-        page = site.page(lesson.title, note + site.live_box(lesson) + f'<article class="notebook">{body}</article>',
+        typed = inpage.panel(lesson.notebook) if live_sizes else ""
+        page = site.page(lesson.title, note + site.live_box(lesson) + typed + f'<article class="notebook">{body}</article>',
                          current=lesson.page, prev=prev_l, next=next_l, scripts=scripts, styles=styles)
         (out / lesson.page).write_text(page, encoding="utf-8")
         counts[lesson.page] = renderer.counts
@@ -237,9 +246,13 @@ def _write_site(out: Path, lessons, nbs, how, glossary, live: Live, repo) -> tup
                                        encoding="utf-8")
     (out / "index.html").write_text(site.page("bertlab: the lab book", site.front(), current="index.html"),
                                     encoding="utf-8")
+    if live_sizes:
+        (out / inpage.PAGE).write_text(site.page("What runs where", inpage.what_runs_where(live_sizes),
+                                                 current=inpage.PAGE), encoding="utf-8")
+        pages.append(inpage.PAGE)
     (out / "search.html").write_text(site.page("Search", site.search_page(), current="search.html"), encoding="utf-8")
     (static / "search-index.js").write_text("window.BOOK_INDEX = " + script_json(search) + ";\n", encoding="utf-8")
-    return ["index.html"] + pages + ["teachers.html", "search.html"], counts
+    return ["index.html"] + pages + ["teachers.html", "search.html"], counts, live_sizes
 
 
 def _render_cells(renderer: Renderer, nb, name: str) -> str:
@@ -348,6 +361,7 @@ class _Site:
         if self.has_glossary:
             items.append(("glossary.html", "Glossary"))
         items.append(("teachers.html", "Teacher's notes"))
+        items += getattr(self, "extra_nav", [])
         links = "".join(f'<li><a href="{p}"{" aria-current=page class=current" if p == current else ""}>'
                         f"{html.escape(t)}</a></li>" for p, t in items)
         return (f'<nav class="sidebar" aria-label="lessons"><a class="home" href="index.html">bertlab lab book</a>'
@@ -373,13 +387,14 @@ class _Site:
             names.append("search-index.js")
         head_scripts = "".join(f'<script src="_static/{html.escape(n)}"></script>' for n in dict.fromkeys(names))
         head_styles = "".join(f'<link rel="stylesheet" href="_static/{html.escape(n)}">' for n in dict.fromkeys(styles))
+        live_tags = inpage.scripts() if "data-bertlab-view" in body else ""
         return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(title)} · bertlab</title>
 <link rel="stylesheet" href="_static/book.css"><link rel="stylesheet" href="_static/pygments.css">{head_styles}
-{head_scripts}<script src="_static/book.js" defer></script>
+{head_scripts}{live_tags}<script src="_static/book.js" defer></script>
 </head><body>
 {self.nav(current)}
 <main>{pager}{body}{pager}</main>

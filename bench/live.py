@@ -1,0 +1,157 @@
+"""The book's in-page model in Chromium: how long until the first result, how long each edit takes, how big it is.
+
+    python bench/live.py                                  # builds a small book, serves it on 127.0.0.1, measures
+    python bench/live.py --site OUT                       # measure a book built by `bertlab book OUT`
+    python bench/live.py --opens 5 --edits 50 --json bench/results/live.json
+
+*First result*: a fresh browser context (nothing cached) opens a lesson page and calls `bertlab.fillMask`
+once; the time from `page.goto` to the answer, split into reading the files while the runtime starts, and
+creating the ONNX Runtime session (`bertlab.timings`). *Per edit*: what a view does when a person types one character, at 32 tokens
+(and 128): `fillMask` (one forward pass, the MLM head at the [MASK], a full softmax), `attentions` (one
+forward pass, every map as nested arrays), `nextSentence`, and the fill view's pass with the logit lens
+(every layer through the MLM head). p50 and p95 over `--edits` calls after 3 untimed ones. Targets
+(issue 29): first result ≤ 5 s, per edit ≤ 150 ms at 32 tokens. Every request outside the site is aborted;
+the script stops if one was made. The load average is printed: on a shared machine the numbers are slower
+than a reader's would be.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path[:0] = [str(REPO)]
+
+LESSONS = ("04_masked_lm.ipynb", "05_next_sentence.ipynb")
+TEXT_32 = ("the man went to the [MASK] to buy milk , bread , eggs and some fresh fruit for his three little children "
+           "before the long walk back home today .")
+EDITS = {
+    "fillMask": "(t) => bertlab.fillMask(t, 5)",
+    "attentions": "(t) => bertlab.attentions(t.replace('[MASK]', 'shop'))",
+    "nextSentence": "(t) => bertlab.nextSentence(t.replace('[MASK]', 'shop'), 'they ate it all .')",
+    "fill view (logit lens)": """async (t) => { const e = await bertlab.encode(t); const m = e.tokens.indexOf('[MASK]');
+        const r = await bertlab.forward(t, null, [], {lens: [m]}); await bertlab.lens(r, 3); return bertlab.lens(r, 5); }""",
+}
+
+
+def quantile(xs, q):
+    s = sorted(xs)
+    i = (len(s) - 1) * q
+    lo = int(i)
+    return s[lo] + (s[min(lo + 1, len(s) - 1)] - s[lo]) * (i - lo)
+
+
+def build_site(out: Path) -> Path:
+    from bertlab.book import build
+
+    nbs = out / "notebooks"
+    nbs.mkdir()
+    for name in LESSONS:
+        shutil.copy(REPO / "notebooks" / name, nbs / name)
+    book = build(out / "site", notebooks=nbs, execute=False, reuse=[], cache=out / "cache")
+    return book.out
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--site", type=Path, help="a built book (default: build a small one in a temporary folder)")
+    ap.add_argument("--opens", type=int, default=3, help="cold page opens to time (default 3)")
+    ap.add_argument("--edits", type=int, default=30, help="timed calls per edit kind (default 30)")
+    ap.add_argument("--json", type=Path, help="write the results here")
+    args = ap.parse_args(argv)
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory(prefix="bertlab-live-bench-") as tmp:
+        site = args.site or build_site(Path(tmp))
+        live = site / "_static" / "live"
+        if not (live / "model" / "model.onnx").is_file():
+            ap.error(f"{site} has no in-page model (_static/live/model/model.onnx): build it with `bertlab book`")
+        sizes = {"model_MB": folder_bytes(live / "model") / 1e6, "runtime_MB": folder_bytes(live / "vendor") / 1e6,
+                 "views_kB": sum(p.stat().st_size for p in live.glob("*.*")) / 1e3}
+        sizes["total_added_MB"] = folder_bytes(live) / 1e6
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        base = f"http://127.0.0.1:{httpd.server_address[1]}/"
+        blocked = []
+        results = {"sizes": sizes, "load_before": os.getloadavg(), "cpus": os.cpu_count()}
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=shutil.which("chromium"), headless=True,
+                                            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+                opens = []
+                for _ in range(args.opens):
+                    ctx = browser.new_context(service_workers="block")
+                    ctx.route("**/*", lambda r: r.continue_() if r.request.url.startswith((base, "data:", "blob:"))
+                              else (blocked.append(r.request.url), r.abort()))
+                    page = ctx.new_page()
+                    t0 = time.perf_counter()
+                    page.goto(base + "04_masked_lm.html")
+                    page.wait_for_function("window.bertlab !== undefined", polling=10, timeout=120_000)
+                    page.evaluate("bertlab.fillMask('the [MASK] is here .', 1)")
+                    first = time.perf_counter() - t0
+                    opens.append({"first_s": first, **page.evaluate("bertlab.timings")})
+                    print(f"open: first result {first:.2f} s {opens[-1]}", file=sys.stderr)
+                    if len(opens) < args.opens:
+                        ctx.close()
+                results["opens"] = opens
+                edits = {}
+                for tokens, text in ((32, TEXT_32), (128, " ".join([TEXT_32.replace("[MASK]", "shop")] * 4)[:-1]
+                                                     + " and the [MASK] .")):
+                    n = len(page.evaluate("(t) => bertlab.encode(t)", text)["ids"])
+                    for name, call in EDITS.items():
+                        ms = page.evaluate(f"""async (t) => {{ const f = {call}; const r = [];
+                            for (let i = 0; i < {args.edits + 3}; i++) {{ const t0 = performance.now(); await f(t);
+                              r.push(performance.now() - t0); }} return r.slice(3); }}""", text)
+                        edits[f"{name} @ {n} tokens"] = {"p50_ms": statistics.median(ms), "p95_ms": quantile(ms, 0.95)}
+                        print(f"{name} @ {n} tokens: p50 {edits[f'{name} @ {n} tokens']['p50_ms']:.0f} ms", file=sys.stderr)
+                results["edits"] = edits
+                ctx.close()
+                browser.close()
+        finally:
+            httpd.shutdown()
+            httpd.server_close()
+        results["load_after"] = os.getloadavg()
+    if blocked:
+        print(f"requests left the site: {blocked}", file=sys.stderr)
+        return 1
+
+    firsts = [o["first_s"] for o in results["opens"]]
+    print(f"machine: {results['cpus']} CPUs, load average {results['load_before'][0]:.1f} before, "
+          f"{results['load_after'][0]:.1f} after")
+    print(f"added to the site: {sizes['total_added_MB']:.1f} MB (model {sizes['model_MB']:.1f} MB, runtime "
+          f"{sizes['runtime_MB']:.1f} MB, views {sizes['views_kB']:.0f} kB)")
+    print(f"first result: median {statistics.median(firsts):.2f} s of {len(firsts)} cold opens (target ≤ 5 s); "
+          f"files and runtime start {statistics.median(o['files_and_runtime_ms'] for o in results['opens']):.0f} ms, session "
+          f"{statistics.median(o['session_ms'] for o in results['opens']):.0f} ms")
+    print("| edit | p50 ms | p95 ms |\n|---|---|---|")
+    for name, r in results["edits"].items():
+        print(f"| {name} | {r['p50_ms']:.0f} | {r['p95_ms']:.0f} |")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

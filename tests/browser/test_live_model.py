@@ -1,0 +1,397 @@
+"""The book's in-page model, in Chromium with the network cut: the page's tokenizer gives bertlab's ids on
+thousands of lines, `window.bertlab` gives Python's guesses, attention and NSP, the live views draw typed text,
+and the speed targets hold.
+
+A small book (five lessons rendered without running them, so it builds in seconds) is served from 127.0.0.1;
+every other request is aborted and listed, and the tests assert the list is empty.
+
+Timing targets (issue 29): the first result ≤ 5 s after opening a page, ≤ 150 ms per edit at 32 tokens. They
+are for a reader's machine with its CPU to itself. This project's machine is shared (its load average is
+often several times its 2 cores), so the limits are scaled by the load average per core when that is above 1,
+and the raw numbers are printed; bench/live.py measures them properly.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import shutil
+import statistics
+import threading
+import time
+import unicodedata
+from pathlib import Path
+
+import pytest
+import torch
+
+from browser.test_notebooks_in_browser import CHROMIUM, CHROMIUM_ARGS, VIEWPORT
+
+pytestmark = pytest.mark.browser
+pytest.importorskip("onnx", reason="the in-page model is exported with torch's ONNX exporter: pip install onnx")
+
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO / "bertlab" / "assets" / "corpus"
+LESSONS = ("02_input_embeddings.ipynb", "03_self_attention.ipynb", "04_masked_lm.ipynb", "05_next_sentence.ipynb",
+           "07_contextual_embeddings.ipynb")
+FIRST_RESULT_S = 5.0
+PER_EDIT_MS = 150.0
+
+# 20 sentences with one [MASK]: the first ones are the kind the lessons use; the rest are kept in this test only
+MASKED = [
+    "The capital of France is [MASK].",
+    "The river [MASK] was muddy after the rain.",
+    "She poured the [MASK] into a glass.",
+    "He sat down on the [MASK] and read a book.",
+    "The children played in the [MASK] after school.",
+    "I need to buy some [MASK] at the shop.",
+    "The cat chased the [MASK] across the garden.",
+    "They went to the [MASK] to see a film.",
+    "My brother plays the [MASK] in a band.",
+    "It was so cold that the lake [MASK] over.",
+    "Please close the [MASK] when you leave.",
+    "The doctor told him to take the [MASK] twice a day.",
+    "We watched the sun [MASK] behind the hills.",
+    "Our teacher wrote the answer on the [MASK].",
+    "The train was late because of the [MASK].",
+    "A [MASK] of birds flew over the village at dawn.",
+    "She keeps her money in a [MASK] under the bed.",
+    "The old man walked slowly with his [MASK].",
+    "After dinner we washed the [MASK] and went to bed.",
+    "The bakery on the corner sells fresh [MASK] every morning.",
+]
+PAIRS = [
+    ("It rained all day.", "The river rose over its banks."),
+    ("She opened the door.", "Penguins live in the southern hemisphere."),
+    ("We bought a new car.", "It is red and very fast."),
+    ("The match ended in a draw.", "My grandmother bakes bread on Sundays."),
+    ("He studied for the exam all night.", "In the morning he was tired but ready."),
+]
+
+
+# ---- the site, the server, the browser ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    from bertlab.book import build
+
+    notebooks = tmp_path_factory.mktemp("notebooks")
+    for name in LESSONS:
+        shutil.copy(REPO / "notebooks" / name, notebooks / name)
+    book = build(tmp_path_factory.mktemp("book") / "site", notebooks=notebooks, execute=False, reuse=[],
+                 cache=tmp_path_factory.mktemp("cache"))
+    assert book.live_model is not None
+    print(f"\nin-page model: {book.live_model['model'] / 1e6:.1f} MB model, {book.live_model['files'] / 1e6:.1f} MB "
+          f"runtime and views")
+    return book
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site.out)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+class Page:
+    """A page whose every request outside the site is aborted and listed, with its JavaScript errors."""
+
+    def __init__(self, browser, server: str):
+        self.context = browser.new_context(viewport=VIEWPORT, service_workers="block")
+        self.blocked, self.errors = [], []
+
+        def route(r):
+            if r.request.url.startswith((server, "data:", "blob:")):
+                r.continue_()
+            else:
+                self.blocked.append(r.request.url)
+                r.abort()
+        self.context.route("**/*", route)
+        self.page = self.context.new_page()
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def open(self, url: str, wait_views: bool = True) -> float:
+        """Open `url`; returns the seconds from the request to the first fillMask result."""
+        t0 = time.perf_counter()
+        self.page.goto(url)
+        self.page.wait_for_function("window.bertlab !== undefined", timeout=120_000, polling=20)
+        self.page.evaluate("bertlab.fillMask('the [MASK] is here .', 1)")
+        first = time.perf_counter() - t0
+        if wait_views:
+            self.page.wait_for_function("document.documentElement.dataset.bertlabLive === 'ready'", timeout=120_000)
+        return first
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser, server):
+    p = Page(browser, server)
+    p.open(server + "04_masked_lm.html")
+    yield p
+    assert not p.blocked, f"requests left the site: {p.blocked}"
+    assert not p.errors, "JavaScript errors:\n" + "\n".join(p.errors)
+    p.close()
+
+
+@pytest.fixture(scope="module")
+def mini():
+    import bertlab
+
+    return bertlab.load("bertlab-mini", device="cpu")
+
+
+def _load_factor() -> float:
+    """How many times over the machine's cores are asked for (1 when idle): the timing limits scale by it."""
+    try:
+        return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    except OSError:
+        return 1.0
+
+
+# ---- the tokenizer ------------------------------------------------------------------------------------------
+
+def _lines() -> list[str]:
+    """Thousands of lines: the bundled corpus (English and Korean), and made-up lines with accents, digits and
+    odd Unicode (combining marks, full-width forms, emoji, control and zero-width characters, CJK)."""
+    lines = []
+    for path in sorted(CORPUS.rglob("*.txt")):
+        lines += [l for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
+    odd = ["Café naïve résumé façade Ångström Øresund Straße ŁÓDŹ", "Crème brûlée costs €4,50 or £3.99 (2024-01-31)",
+           "e\u0301 vs é, A\u030a vs Å, ﬁ ligature, ｆｕｌｌ ｗｉｄｔｈ １２３", "3.14159 1,000,000 0x1F 2^10 -42 +7 1e-5 ½ ² ³",
+           "emoji 😀👍🏽 👩‍👩‍👧 flags 🇰🇷🇫🇷 and ✓ ✗ ★", "zero\u200bwidth\u200cjoin\u200d and soft\u00adhyphen",
+           "tab\tand\u00a0nbsp\u3000ideographic space", "control \x07 bell \x1b escape \x7f delete", "中文字符 日本語 ひらがな カタカナ",
+           "Ελληνικά Русский עברית العربية हिन्दी ไทย", "ＡＢＣ ＼ 〜 ― “quotes” ‘single’ «guillemets» —dash– …",
+           "don't won't it's O'Neil rock'n'roll e-mail co-operate", "[MASK] [CLS] [SEP] [PAD] [UNK] [mask] [ MASK ]",
+           "ⅰⅱⅲ Ⅳ ① ② ℃ ℉ ™ © ® № ℓ µ Ω", "ᄀ ᅡ ᆨ 한국어 자모 ㄱㄴㄷ ㅏㅑㅓ 갂 힣", "MiXeD CaSe ÀÉÎÕÜ ǅ ǈ ǋ İstanbul",
+           "𝐁𝐨𝐥𝐝 𝑖𝑡𝑎𝑙𝑖𝑐 𝔉𝔯𝔞𝔨𝔱𝔲𝔯 𝟙𝟚𝟛", "a" * 120 + " " + "é" * 30, "ǃ ǂ ǀ ʼ ˈ ː ̃ ̈", "\ufeffBOM at the start"]
+    lines += odd
+    digits = [f"line {i}: {i * 7919 % 100003} items at {i / 7:.3f} each, {i}% off" for i in range(200)]
+    accents = [unicodedata.normalize(form, l) for form in ("NFD", "NFKC") for l in lines[:400:4]]
+    return lines + digits + accents
+
+
+def test_the_page_tokenizer_gives_bertlabs_ids_on_every_line(page, mini):
+    _, tokenizer = mini
+    lines = _lines()
+    assert len(lines) >= 3000, len(lines)
+    pairs = list(zip(lines[:300:3], lines[1:300:3]))
+    got = page.page.evaluate("""async ([lines, pairs]) => {
+        const one = [], two = [];
+        for (const l of lines) { try { one.push((await bertlab.encode(l)).ids); } catch (e) { one.push(String(e)); } }
+        for (const [a, b] of pairs) { const e = await bertlab.encode(a, b); two.push([e.ids, e.token_type_ids]); }
+        return [one, two]; }""", [lines, pairs])
+    wrong = []
+    for line, ids in zip(lines, got[0]):
+        want = tokenizer(line).input_ids
+        if ids != want:
+            wrong.append((line, want, ids))
+    for (a, b), (ids, types) in zip(pairs, got[1]):
+        enc = tokenizer(a, b)
+        if [ids, types] != [enc.input_ids, enc.token_type_ids]:
+            wrong.append(((a, b), enc.input_ids, ids))
+    print(f"\ntokenizer parity: {len(lines)} lines and {len(pairs)} pairs, {len(wrong)} differ")
+    assert not wrong, f"{len(wrong)} of {len(lines) + len(pairs)} differ; first: {wrong[:3]}"
+
+
+def test_the_book_carries_the_model_and_its_page(site):
+    assert "what-runs-where.html" in site.pages
+    lesson = (site.out / "03_self_attention.html").read_text(encoding="utf-8")
+    assert '<script type="module" src="_static/live/live-views.mjs">' in lesson
+    assert "Type your own sentence here" in lesson and 'href="what-runs-where.html">What runs where</a>' in lesson
+    live = site.out / "_static" / "live"
+    assert (live / "model" / "weights.fp16").is_file() and (live / "vendor" / "VENDOR.json").is_file()
+    assert site.live_model["model"] + site.live_model["files"] <= 60e6      # the issue's budget for the site
+
+
+def test_a_text_longer_than_the_model_is_refused_with_a_message(page):
+    msg = page.page.evaluate("bertlab.fillMask('word '.repeat(600) + '[MASK]', 5).then(() => 'no error', e => e.message)")
+    assert "at most 512" in msg and "shorten" in msg, msg
+
+
+@pytest.mark.parametrize("call, needle", [
+    ("bertlab.fillMask('no mask here', 5)", "exactly one [MASK]"),
+    ("bertlab.fillMask('two [MASK] [MASK]', 5)", "found 2"),
+    ("bertlab.fillMask('a [MASK] .', 0)", "at least 1"),
+    ("bertlab.fillMask('', 5)", "non-empty"),
+    ("bertlab.nextSentence('a sentence', '   ')", "non-empty"),
+    ("bertlab.attentions(42)", "non-empty"),
+    ("bertlab.forward('a b c', null, [9])", "token positions 0 … 4"),
+    ("bertlab.forward('a b c', null, [], {lens: [-1]})", "token positions"),
+    ("bertlab.forward('a b c', null, [], {maskAt: [0]})", "cannot be masked"),
+])
+def test_bad_calls_to_the_page_api_say_what_was_wrong(page, call, needle):
+    msg = page.page.evaluate(f"{call}.then(() => 'no error', e => e.message)")
+    assert needle in msg, msg
+
+
+# ---- parity with Python -------------------------------------------------------------------------------------
+
+def test_fill_mask_top5_equals_pythons_on_20_sentences(page, mini):
+    import bertlab
+
+    model, tokenizer = mini
+    got = page.page.evaluate("async (ss) => { const r = []; for (const s of ss) r.push(await bertlab.fillMask(s, 5)); "
+                             "return r; }", MASKED)
+    for text, guesses in zip(MASKED, got):
+        want = bertlab.fill_mask(model, tokenizer, text, top_k=5).guesses[0]
+        assert [g["token"] for g in guesses] == [g.token for g in want], text
+        assert max(abs(g["prob"] - w.probability) for g, w in zip(guesses, want)) < 1e-4, text
+
+
+def test_attention_equals_pythons_within_1e3_on_20_sentences(page, mini):
+    model, tokenizer = mini
+    texts = [t.replace("[MASK]", "thing") for t in MASKED]
+    worst = 0.0
+    for text in texts:
+        got = torch.tensor(page.page.evaluate("(t) => bertlab.attentions(t)", text))
+        with torch.no_grad():
+            out = model(**tokenizer(text).to_tensors("cpu"), output_attentions=True)
+        want = torch.stack(out.attentions, 1)[0]               # (L, heads, T, T)
+        assert got.shape == want.shape, text
+        worst = max(worst, float((got - want).abs().max()))
+    print(f"\nlargest attention difference: {worst:.2g}")
+    assert worst <= 1e-3
+
+
+def test_next_sentence_equals_pythons(page, mini):
+    import bertlab
+
+    model, tokenizer = mini
+    for a, b in PAIRS:
+        got = page.page.evaluate("([a, b]) => bertlab.nextSentence(a, b)", [a, b])
+        assert abs(got - bertlab.next_sentence(model, tokenizer, a, b)) < 1e-4, (a, b)
+
+
+def test_logit_lens_equals_pythons(page, mini):
+    import bertlab
+
+    model, tokenizer = mini
+    text = MASKED[1]
+    got = page.page.evaluate("""async (t) => { const e = await bertlab.encode(t); const m = e.tokens.indexOf('[MASK]');
+        const r = await bertlab.forward(t, null, [m], {lens: [m]}); return (await bertlab.lens(r, 3)).map(l => l[0].map(g => g.token)); }""",
+                             text)
+    want = bertlab.fill_mask(model, tokenizer, text, top_k=3, by_layer=True).by_layer
+    assert got == [[g.token for g in layer[0]] for layer in want]
+
+
+# ---- the live views on typed text ---------------------------------------------------------------------------
+
+def _type(p, view: str, index: int, text: str) -> str:
+    """Type `text` into the view's index-th input and return the view's text once it has redrawn."""
+    sel = f'[data-bertlab-view="{view}"]'
+    before = p.page.get_attribute(sel, "data-updates")
+    box = p.page.locator(f"{sel} input.live-text").nth(index)
+    box.fill(text)
+    p.page.wait_for_function(f"""() => {{ const v = document.querySelector('{sel}');
+        return v.dataset.updates !== {json.dumps(before)} && !v.querySelector('.live-status').textContent.startsWith('Loading'); }}""",
+                             timeout=60_000)
+    p.page.wait_for_timeout(50)
+    return p.page.inner_text(sel)
+
+
+def test_fill_and_masking_views_take_typed_text(page, mini):
+    import bertlab
+
+    model, tokenizer = mini
+    text = MASKED[17]
+    shown = _type(page, "fill", 0, text)
+    want = bertlab.fill_mask(model, tokenizer, text, top_k=5, by_layer=True)
+    assert want.guesses[0][0].token in shown and "logit lens" in shown
+    assert all(layer[0][0].token in shown for layer in want.by_layer)
+    shown = _type(page, "fill", 0, "no mask in this one")
+    assert "exactly one [MASK]" in shown
+    # the masking lab: type, click a word, read the guesses at it
+    _type(page, "masking", 0, "The old man walked slowly with his stick.")
+    page.page.locator('[data-bertlab-view="masking"] .live-tokens button', has_text="stick").click()
+    page.page.wait_for_function("""() => document.querySelector('[data-bertlab-view="masking"] .live-guesses') !== null""")
+    shown = page.page.inner_text('[data-bertlab-view="masking"]')
+    top = bertlab.fill_mask(model, tokenizer, "The old man walked slowly with his [MASK].", top_k=3).guesses[0]
+    assert all(g.token in shown for g in top), shown
+
+
+def test_attention_embedding_nsp_and_context_views_take_typed_text(browser, server, mini):
+    import bertlab
+
+    model, tokenizer = mini
+    p = Page(browser, server)
+    try:
+        p.open(server + "03_self_attention.html")
+        _type(p, "attention", 0, "Birds sing in the morning.")
+        assert p.page.locator('[data-bertlab-view="attention"] .live-grid canvas').count() == 6 * 12
+        heads = p.page.inner_text('[data-bertlab-view="attention"] .live-heat')
+        assert "birds" in heads and "morning" in heads
+
+        p.open(server + "02_input_embeddings.html")
+        shown = _type(p, "embeddings", 0, "The dog is big.")
+        assert "|position|" in shown and "dog" in shown
+
+        p.open(server + "05_next_sentence.html")
+        a, b = PAIRS[2]
+        _type(p, "nsp", 0, a)
+        shown = _type(p, "nsp", 1, b)
+        assert f"{100 * bertlab.next_sentence(model, tokenizer, a, b):.1f} %" in shown
+
+        p.open(server + "07_contextual_embeddings.html")
+        shown = _type(p, "context", 2, "river")
+        assert "is not in" in shown                      # "river" is only in the first default sentence
+        shown = _type(p, "context", 1, "The river was wide.")
+        vec = [bertlab.word_vectors(model, tokenizer, [s], "river", layer=-1)[0]
+               for s in ("She sat on the bank of the river.", "The river was wide.")]
+        cos = float(torch.nn.functional.cosine_similarity(vec[0], vec[1], dim=0))
+        assert f"{cos:.3f}" in shown, (cos, shown)
+        assert not p.blocked and not p.errors, (p.blocked, p.errors)
+    finally:
+        p.close()
+
+
+# ---- speed --------------------------------------------------------------------------------------------------
+
+def test_first_result_and_each_edit_are_fast_enough(browser, server, page):
+    p = Page(browser, server)
+    try:
+        load = _load_factor()
+        first = p.open(server + "05_next_sentence.html", wait_views=False)
+        text = ("the man went to the [MASK] to buy milk , bread , eggs and some fresh fruit for his three little children "
+                "before the long walk back home today .")
+        n = len(p.page.evaluate("(t) => bertlab.encode(t)", text)["ids"])
+        assert n == 32, n
+        # an edit: one forward pass and what the page API makes of it (fill-mask, or every attention map)
+        times = p.page.evaluate("""async (t) => { const fill = [], attn = [];
+            for (let i = 0; i < 12; i++) {
+              let t0 = performance.now(); await bertlab.fillMask(t, 5); fill.push(performance.now() - t0);
+              t0 = performance.now(); await bertlab.attentions(t.replace('[MASK]', 'shop')); attn.push(performance.now() - t0); }
+            return [fill, attn]; }""", text)
+        per_edit = max(statistics.median(times[0][2:]), statistics.median(times[1][2:]))
+        print(f"\nfirst result {first:.2f} s; per edit at 32 tokens, median: fill-mask "
+              f"{statistics.median(times[0][2:]):.0f} ms, attention {statistics.median(times[1][2:]):.0f} ms; "
+              f"load factor {load:.1f}; {p.page.evaluate('bertlab.timings')}")
+        assert first <= FIRST_RESULT_S * load, f"first result after {first:.1f} s (load factor {load:.1f})"
+        assert per_edit <= PER_EDIT_MS * load, f"{per_edit:.0f} ms per edit (load factor {load:.1f})"
+    finally:
+        p.close()
