@@ -3,8 +3,8 @@
 One row: fine-tune the bottom `layers` layers of a pre-trained encoder (`init`, a name for `bertlab.load`),
 or the same shape from random weights (`init` "random:<name>": same config, same tokenizer, initialised as
 BERT), on one shipped task (`bertlab.load_task`), and score validation and test. The shipped card
-(`bertlab/assets/finetune/card.json`) holds the study's 45 rows; `scripts/finetune_study.py` runs its protocol
-(candidate selection, a learning rate per task and start chosen on validation, then three seeds).
+(`bertlab/assets/finetune/card.json`) holds the study's 45 rows; `bertlab experiment finetune` runs its
+`protocol` (candidate selection, a learning rate per task and start chosen on validation, then three seeds).
 
     from bertlab.experiments import finetune_study as study
     card = bertlab.experiment(study.run, study.pretrained_vs_random(["follows"], lr=3e-4), seeds=[0, 1, 2],
@@ -14,6 +14,7 @@ BERT), on one shipped task (`bertlab.load_task`), and score validation and test.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 from ..checkpoint import load
@@ -84,7 +85,7 @@ def pretrained_vs_random(tasks=TASKS, lr: float = 3e-4, init: str = "bertlab-min
             for t in tasks for i in (init, "random:" + init)}
 
 
-def _variants(keys) -> dict:
+def _variant_grid(keys) -> dict:
     """{name: {"settings", "seeds"}} for (task, init, lr, seed) keys, in the order given."""
     variants: dict[str, dict] = {}
     for task, init, lr, seed in keys:
@@ -95,11 +96,30 @@ def _variants(keys) -> dict:
     return variants
 
 
-def protocol(out, jobs: int = 1, tasks=TASKS) -> dict:
+QUICK = {"tasks": ("follows",), "settings": {"layers": 1, "steps": 2}, "seeds": (0, 1)}   # seconds, for tests
+
+
+def spec(quick: bool = False) -> dict:
+    """The study as `bertlab experiment finetune` runs it and notebook 08 reads it: its run, data and name, and
+    `protocol(out, jobs=1)`, which chooses the later runs from the earlier ones (so the study runs whole, never
+    as independent shards). `quick`: one task, one layer, two steps, two seeds."""
+    extra = QUICK if quick else {}
+    return {"run": "bertlab.experiments.finetune_study:run", "data": DATA,
+            "name": "finetune study" + (" (quick)" if quick else ""),
+            "protocol": functools.partial(protocol, **extra)}
+
+
+def protocol(out, jobs: int = 1, tasks=TASKS, settings=None, seeds=SEEDS) -> dict:
     """The whole study, resumable in `out`: (1) both candidates on every task at SELECT_LR, seed 0; the one with
     the better mean validation score is the pre-trained start; (2) per task and start, every rate of LRS at
     seed 0; (3) the rate with the best validation score, at every seed. Test scores choose nothing.
-    Returns the card (also `out/card.json`), with the choices in its notes."""
+    Returns the card (also `out/card.json`), with the choices in its notes. `settings` change the study's
+    SETTINGS (a smaller budget for a test); they are recorded in the protocol note."""
+    base = {**SETTINGS, **(settings or {})}
+
+    def _variants(keys) -> dict:
+        return {name: {**v, "settings": {**v["settings"], **base}} for name, v in _variant_grid(keys).items()}
+
     def val(card, task, init, lr):
         return next(r["result"]["val"] for r in card["rows"] if r["variant"] == variant_name(task, init, lr))
 
@@ -111,12 +131,12 @@ def protocol(out, jobs: int = 1, tasks=TASKS) -> dict:
     keys += [(t, i, lr, 0) for t in tasks for i in inits for lr in LRS]
     card = experiment(run, _variants(keys), out=out, jobs=jobs, data=DATA)
     best = {(t, i): max(LRS, key=lambda lr: val(card, t, i, lr)) for t in tasks for i in inits}
-    keys += [(t, i, best[t, i], s) for t in tasks for i in inits for s in SEEDS]
+    keys += [(t, i, best[t, i], s) for t in tasks for i in inits for s in seeds]
     card = experiment(run, _variants(keys), out=out, jobs=jobs, data=DATA, name="finetune study",
                       notes={"pretrained": pretrained, "selection_val_mean": {c: round(v, 4) for c, v in selection.items()},
                              "chosen_lr": {t: {("random" if i.startswith("random:") else "pretrained"): best[t, i]
                                                for i in inits} for t in tasks},
-                             "protocol": {**SETTINGS, "lrs": list(LRS), "seeds": list(SEEDS), "select_lr": SELECT_LR,
+                             "protocol": {**base, "lrs": list(LRS), "seeds": list(seeds), "select_lr": SELECT_LR,
                                           "candidates": list(CANDIDATES), "tasks": list(tasks)}})
     return card
 
