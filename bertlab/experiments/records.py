@@ -30,7 +30,7 @@ NONFINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}   # how a card
 def _kind(mode: int) -> str:
     return ("a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
             "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
-            else "not a regular file")
+            else "something else")
 
 
 def chunks(path, what: str, limit: int = MAX_FILE_BYTES):
@@ -43,10 +43,11 @@ def chunks(path, what: str, limit: int = MAX_FILE_BYTES):
         raise FileNotFoundError(f"{what} {path} does not exist") from None
     except IsADirectoryError:
         raise ValueError(f"{what} {path} is a folder: pass a file") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise ValueError(f"{what} {path} is {_kind(st.st_mode)}, not a regular file: only regular files are read")
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{what} {path} is {_kind(st.st_mode)}: only regular files are read")
         if st.st_size > limit:
             raise ValueError(f"{what} {path} is {st.st_size:,} bytes, more than the {limit:,} read here: "
                              "is it the right file?")
