@@ -11,8 +11,7 @@ import sys
 import pytest
 
 import bertlab
-from bertlab.experiments import merge_cards, read_card, replay, write_card
-from bertlab.experiments import records
+from bertlab.experiments import merge_cards, read_card, records, replay, write_card
 from bertlab.experiments.cards import data_hash
 from testkit import toy_run
 

@@ -299,7 +299,7 @@ def _run_in_workers(run, allow, variants, missing, n, finished, out) -> None:
     ctx = multiprocessing.get_context("spawn")
     pending = list(missing)
     workers, busy = [], {}
-    failure = None
+    failures: list[tuple[int, str]] = []        # (place in the grid, what happened)
     try:
         for _ in range(n):
             parent, child = ctx.Pipe()
@@ -309,7 +309,7 @@ def _run_in_workers(run, allow, variants, missing, n, finished, out) -> None:
             workers.append((proc, parent))
 
         def assign(w):
-            if pending and failure is None:
+            if pending and not failures:
                 v, s = pending.pop(0)
                 w[1].send((variants[v]["settings"], s))
                 busy[w] = (v, s)
@@ -329,12 +329,13 @@ def _run_in_workers(run, allow, variants, missing, n, finished, out) -> None:
                     message = None
                 if message is None:
                     proc.join(1)
-                    failure = failure or f"job ({v!r}, seed {s}): its worker process {_death(proc.exitcode)}"
+                    failures.append((missing.index((v, s)), f"job ({v!r}, seed {s}): its worker process "
+                                                            f"{_death(proc.exitcode)}"))
                 elif message[0] == "ok":
                     finished(v, s, message[1])
                     assign(w)
                 else:
-                    failure = failure or f"job ({v!r}, seed {s}) raised {message[1]}"
+                    failures.append((missing.index((v, s)), f"job ({v!r}, seed {s}) raised {message[1]}"))
     finally:
         for proc, conn in workers:
             with contextlib.suppress(OSError, ValueError):
@@ -345,9 +346,11 @@ def _run_in_workers(run, allow, variants, missing, n, finished, out) -> None:
                 proc.terminate()
                 proc.join(5)
             conn.close()
-    if failure is not None:
-        raise JobFailed(failure + f"; the finished row(s) are kept in {out / ROWS}, and running the experiment "
-                        "again runs only the rest")
+    if failures:
+        failures.sort()
+        more = f" (and {len(failures) - 1} more job(s) failed)" if len(failures) > 1 else ""
+        raise JobFailed(failures[0][1] + more + f"; the finished row(s) are kept in {out / ROWS}, and running the "
+                        "experiment again runs only the rest")
 
 
 def _public(row: dict) -> dict:
