@@ -116,7 +116,8 @@ def test_merge_errors_are_one_line(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, words", [
     (["experiment", "--out", "o"], "give a SPEC"), (["experiment", "nonsense", "--out", "o"], "no experiment spec"),
-    (["experiment", "finetune", "--out", "o", "--shard", "1/2"], "--shard does not apply to finetune"),
+    (["experiment", "finetune", "--out", "o", "--only", "x"], "--only does not apply to finetune"),
+    (["experiment", "ablations-quick", "--out", "o", "--from", "/dev/zero"], "not a regular file"),
     (["experiment", "finetune-quick", "--out", "o", "--seeds", "0"], "--seeds does not apply"),
     (["experiment", "ablations-quick", "--out", "o", "--only", "nope"], "unknown variant(s) ['nope']")])
 def test_command_misuse_is_one_line(tmp_path, monkeypatch, capsys, argv, words):

@@ -3,6 +3,7 @@
     bertlab finetune --model bertlab-mini --task classify --train train.jsonl --val val.jsonl --out runs/ft
     bertlab experiment ablations --out runs/abl --jobs 2 [--shard 1/4] [--only "No NSP" "MLM + NSP"] [--seeds 0 1]
     bertlab experiment finetune --out runs/ft --jobs 2     # the fine-tuning study (its protocol) behind notebook 08
+    bertlab experiment finetune --out runs/ft1 --shard 1/2 [--from merged/card.json]   # a round of one shard
     bertlab experiment spec.json --out runs/x --allow mystudy   # {"run": "mystudy:run", "variants": {...}, "seeds": [...]}
     bertlab experiment --merge runs/x/card-1-of-2.json runs/y/card-2-of-2.json --out runs/all
     bertlab replay bertlab/assets/ablations/card.json --row 9
@@ -55,6 +56,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--merge", nargs="+", metavar="CARD", help="merge the cards of a grid's shards into --out/card.json")
     p.add_argument("--allow", action="append", default=[], metavar="MODULE",
                    help="run a spec whose run is in MODULE (your own code: the current folder is searched)")
+    p.add_argument("--from", dest="adopt", metavar="CARD", default=None,
+                   help="first add this card's rows to --out (the merged card of a sharded study's last round)")
 
     p = sub.add_parser("replay", help="re-run an experiment card's rows and say whether the numbers agree")
     p.add_argument("card", help="an experiment card (card.json)")
@@ -167,14 +170,22 @@ def _experiment(args) -> int:
     _trust_cwd(args.allow)
     spec = spec_of(args.spec)
     if "protocol" in spec:            # a study that chooses its later runs from its earlier ones
-        for flag in ("shard", "seeds", "only"):
+        for flag in ("seeds", "only"):
             if getattr(args, flag):
                 raise ValueError(f"--{flag} does not apply to {args.spec}: the study chooses its runs from its "
-                                 "own results (its protocol), so it runs whole; use --jobs N to spread it over "
-                                 "processes")
-        card = spec["protocol"](args.out, jobs=args.jobs)
+                                 "own results (its protocol)")
+        card = spec["protocol"](args.out, jobs=args.jobs, shard=args.shard, adopt=args.adopt)
         print(format_summary(card))
+        stage = card["notes"].get("stage")
+        if stage:
+            k, n = args.shard
+            print(f"stage {stage} of {args.spec} is done in this shard; its next choice needs every shard's rows: "
+                  f"merge the shards' cards (bertlab experiment --merge …/card-*-of-{n}.json --out MERGED), then "
+                  f"run each shard again with --from MERGED/card.json")
         return 0
+    if args.adopt:
+        from .grid import adopt_rows
+        adopt_rows(args.adopt, args.out)
     variants = spec["variants"]
     if args.only:
         unknown = set(args.only) - set(variants)

@@ -22,7 +22,7 @@ from ..finetuning import METRIC, SHIPPED, evaluate_task, finetune, load_task
 from ..finetuning.tasks import ASSETS
 from ..model.bert import Bert
 from ..utils import set_seed
-from .grid import experiment
+from .grid import adopt_rows, experiment, missing_jobs
 
 TASKS = ("topic", "follows", "tagging", "qa", "choice")
 CANDIDATES = ("minilm", "bertlab-mini")   # the pre-trained start is the one with the better validation mean
@@ -101,44 +101,70 @@ QUICK = {"tasks": ("follows",), "settings": {"layers": 1, "steps": 2}, "seeds": 
 
 def spec(quick: bool = False) -> dict:
     """The study as `bertlab experiment finetune` runs it and notebook 08 reads it: its run, data and name, and
-    `protocol(out, jobs=1)`, which chooses the later runs from the earlier ones (so the study runs whole, never
-    as independent shards). `quick`: one task, one layer, two steps, two seeds."""
+    `protocol(out, jobs=1, shard=None, adopt=None)`, which chooses the later runs from the earlier ones.
+    `quick`: one task, one layer, two steps, two seeds (seconds, for tests and smoke runs)."""
     extra = QUICK if quick else {}
     return {"run": "bertlab.experiments.finetune_study:run", "data": DATA,
             "name": "finetune study" + (" (quick)" if quick else ""),
             "protocol": functools.partial(protocol, **extra)}
 
 
-def protocol(out, jobs: int = 1, tasks=TASKS, settings=None, seeds=SEEDS) -> dict:
+STAGES = 3
+
+
+def protocol(out, jobs: int = 1, tasks=TASKS, settings=None, seeds=SEEDS, shard=None, adopt=None) -> dict:
     """The whole study, resumable in `out`: (1) both candidates on every task at SELECT_LR, seed 0; the one with
     the better mean validation score is the pre-trained start; (2) per task and start, every rate of LRS at
     seed 0; (3) the rate with the best validation score, at every seed. Test scores choose nothing.
     Returns the card (also `out/card.json`), with the choices in its notes. `settings` change the study's
-    SETTINGS (a smaller budget for a test); they are recorded in the protocol note."""
+    SETTINGS (a smaller budget for a test); they are recorded in the protocol note.
+
+    Sharded (`shard=(k, n)`), each stage runs its k-th slice; a stage whose choice needs rows another shard
+    ran stops there, with a card (`card-k-of-n.json`) whose notes say {"stage": "1 of 3"}: merge the shards'
+    cards and run every shard again with `adopt=` the merged card (`--from`), which adds its rows to `out`.
+    Three rounds give the slices of the final stage, whose merge is the card a one-process run writes.
+    """
     base = {**SETTINGS, **(settings or {})}
+    if adopt is not None:
+        adopt_rows(adopt, out)
 
     def _variants(keys) -> dict:
         return {name: {**v, "settings": {**v["settings"], **base}} for name, v in _variant_grid(keys).items()}
+
+    def stage(keys, number, **final) -> tuple[dict, bool]:
+        """Run this stage (its slice, sharded): (the card, whether every row so far is in `out`, so the next
+        choice can be made)."""
+        variants = _variants(keys)
+        if shard is None:
+            return experiment(run, variants, out=out, jobs=jobs, data=DATA, **final), True
+        card = experiment(run, variants, out=out, jobs=jobs, data=DATA, shard=shard,
+                          **(final or {"notes": {"stage": f"{number} of {STAGES}"}}))
+        if final or missing_jobs(run, variants, out):
+            return card, bool(final)
+        return experiment(run, variants, out=out, jobs=jobs, data=DATA), True    # every row is here: nothing runs
 
     def val(card, task, init, lr):
         return next(r["result"]["val"] for r in card["rows"] if r["variant"] == variant_name(task, init, lr))
 
     keys = [(t, c, SELECT_LR, 0) for c in CANDIDATES for t in tasks]
-    card = experiment(run, _variants(keys), out=out, jobs=jobs, data=DATA)
+    card, complete = stage(keys, 1)
+    if not complete:
+        return card
     selection = {c: sum(val(card, t, c, SELECT_LR) for t in tasks) / len(tasks) for c in CANDIDATES}
     pretrained = max(CANDIDATES, key=selection.get)
     inits = (pretrained, "random:" + pretrained)
     keys += [(t, i, lr, 0) for t in tasks for i in inits for lr in LRS]
-    card = experiment(run, _variants(keys), out=out, jobs=jobs, data=DATA)
+    card, complete = stage(keys, 2)
+    if not complete:
+        return card
     best = {(t, i): max(LRS, key=lambda lr: val(card, t, i, lr)) for t in tasks for i in inits}
     keys += [(t, i, best[t, i], s) for t in tasks for i in inits for s in seeds]
-    card = experiment(run, _variants(keys), out=out, jobs=jobs, data=DATA, name="finetune study",
-                      notes={"pretrained": pretrained, "selection_val_mean": {c: round(v, 4) for c, v in selection.items()},
-                             "chosen_lr": {t: {("random" if i.startswith("random:") else "pretrained"): best[t, i]
-                                               for i in inits} for t in tasks},
-                             "protocol": {**base, "lrs": list(LRS), "seeds": list(seeds), "select_lr": SELECT_LR,
-                                          "candidates": list(CANDIDATES), "tasks": list(tasks)}})
-    return card
+    return stage(keys, 3, name="finetune study",
+                 notes={"pretrained": pretrained, "selection_val_mean": {c: round(v, 4) for c, v in selection.items()},
+                        "chosen_lr": {t: {("random" if i.startswith("random:") else "pretrained"): best[t, i]
+                                          for i in inits} for t in tasks},
+                        "protocol": {**base, "lrs": list(LRS), "seeds": list(seeds), "select_lr": SELECT_LR,
+                                     "candidates": list(CANDIDATES), "tasks": list(tasks)}})[0]
 
 
 def study_table(card: dict) -> dict:

@@ -262,6 +262,46 @@ def experiment(run: Callable | str, variants: dict, seeds=None, *, out, jobs: in
     return card
 
 
+def missing_jobs(run: Callable | str, variants: dict, out) -> list[tuple[str, int]]:
+    """The (variant, seed) jobs of the whole grid that `out/rows.jsonl` does not hold yet (any shard's)."""
+    variants = normalise_variants(variants, None)
+    name = run_name(run)
+    have = {(r["variant"], r["seed"]) for r in read_rows(out)
+            if r.get("run") == name and r.get("settings") == variants.get(r["variant"], {}).get("settings")}
+    return [j for j in jobs_of(variants) if j not in have]
+
+
+def adopt_rows(card, out) -> int:
+    """Append to `out/rows.jsonl` the rows of `card` (another shard's, or a merge of them) that it lacks, so a
+    study that chooses its next runs from all earlier ones can go on in this shard; returns how many.
+    The card must be of the same run as the rows already in `out`; its rows are checked as any card's."""
+    from .cards import read_card
+    card = read_card(card)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with _locked(out):
+        rows_path = out / ROWS
+        stored, cut = _read_rows(rows_path)
+        if cut:
+            files.replace_text(rows_path, "".join(dumps(r) + "\n" for r in stored))
+        runs = {r.get("run") for r in stored} - {card["run"]}
+        if runs:
+            raise ValueError(f"{out} holds rows of {sorted(map(str, runs))[0]}, the card rows of {card['run']}: "
+                             "adopt a card of the same study")
+        have = {(r["variant"], r["seed"], json.dumps(r.get("settings"), sort_keys=True)) for r in stored}
+        added = 0
+        for r in card["rows"]:
+            settings = card["variants"][r["variant"]]["settings"]
+            if (r["variant"], r["seed"], json.dumps(settings, sort_keys=True)) in have:
+                continue
+            row = {"variant": r["variant"], "seed": r["seed"], "run": card["run"], "settings": settings,
+                   "result": r["result"], "cpu_s": r.get("cpu_s"), "threads": r.get("threads", 1),
+                   "machine": r.get("machine", "unknown")}
+            files.append_line(rows_path, dumps(row), "the experiment's rows.jsonl")
+            added += 1
+    return added
+
+
 def _kept(done: dict, out: Path) -> str:
     return (f"; the {len(done)} finished row(s) are kept in {out / ROWS}, and running the experiment again "
             "runs only the rest")
