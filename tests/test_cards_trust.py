@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import bertlab
-from bertlab.experiments import merge_cards, read_card, records, replay, write_card
+from bertlab.experiments import JobFailed, merge_cards, read_card, records, replay, write_card
 from bertlab.experiments.cards import data_hash
 from testkit import toy_run
 
@@ -123,7 +123,7 @@ def test_data_is_read_in_bounded_chunks(tmp_path, monkeypatch):
     assert data_hash([big]).startswith("sha256:")
     monkeypatch.setattr(records, "CHUNK", 1000)
     monkeypatch.setattr("bertlab.experiments.cards.MAX_DATA_BYTES", 4000)
-    with pytest.raises(ValueError, match="5,000 bytes, more than the 4,000"):
+    with pytest.raises(ValueError, match="more than the 4,000"):
         data_hash([big])
 
 
@@ -241,3 +241,18 @@ def test_merge_refuses_conflicting_duplicates_naming_the_row(shards):
 def test_merge_takes_a_list_of_cards(bad):
     with pytest.raises(ValueError, match="list of cards|at least one"):
         merge_cards(bad)
+
+
+def test_a_card_of_a_trusted_study_with_settings_it_cannot_run_is_one_error_naming_the_row(made):
+    card = card_with(made, run="bertlab.experiments.ablations:run", reference="a",
+                     variants={"a": {"settings": {"objective": "bogus"}, "seeds": [0]}},
+                     rows=[{"variant": "a", "seed": 0, "result": {"x": 1.0}}])
+    with pytest.raises(JobFailed, match=r"row 0 \('a', seed 0\) raised ValueError: objective 'bogus'"):
+        replay(card)
+
+
+def test_seeds_in_a_card_beyond_what_a_generator_takes_are_refused(made):
+    card = card_with(made, variants={**made["variants"], "slow": {"settings": {"lr": 0.01}, "seeds": [2 ** 70]}},
+                     rows=[{**made["rows"][0], "seed": 2 ** 70}])
+    with pytest.raises(ValueError, match=r"variants\['slow'\]\.seeds"):
+        replay(card, allow=["testkit"])

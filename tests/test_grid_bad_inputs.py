@@ -90,10 +90,12 @@ def test_bad_variant_names_say_what_a_name_is(tmp_path, variants, words):
                                        ({"shard": (0, 2)}, "shard"), ({"shard": "1/2"}, "shard"),
                                        ({"shard": (1.0, 2)}, "shard"), ({"reference": "z"}, "reference 'z'"),
                                        ({"data": ["/dev/zero"]}, "not a regular file"),
-                                       ({"notes": {"x": object()}}, "notes")])
+                                       ({"notes": {"x": object()}}, "notes"), ({"notes": "x"}, "notes must be a dict"),
+                                       ({"name": 3}, "name must be"), ({"out": None}, "out must be a folder path"),
+                                       ({"data": [None]}, "data must be a list of paths")])
 def test_bad_keywords_say_what_to_pass(tmp_path, kw, words):
     with pytest.raises(ValueError, match=words):
-        bertlab.experiment(noisy, {"a": {}}, seeds=[0], out=tmp_path, **kw)
+        bertlab.experiment(noisy, {"a": {}}, seeds=[0], **{"out": tmp_path, **kw})
 
 
 def test_a_run_that_is_neither_a_function_nor_a_name_is_refused(tmp_path):
@@ -174,7 +176,8 @@ def test_a_second_experiment_on_the_same_out_is_refused_naming_the_lock(tmp_path
     assert len(bertlab.experiment(noisy, {"a": {}}, seeds=[0], out=out)["rows"]) == 1   # a dead holder's lock is free
 
 
-def test_an_out_that_is_a_file_is_refused(tmp_path):
+def test_an_out_that_is_or_lies_under_a_file_is_refused(tmp_path):
     (tmp_path / "f").write_text("x")
-    with pytest.raises(NotADirectoryError, match="is a file"):
-        bertlab.experiment(noisy, {"a": {}}, seeds=[0], out=tmp_path / "f")
+    for out in (tmp_path / "f", tmp_path / "f" / "sub"):
+        with pytest.raises(NotADirectoryError, match="is a file"):
+            bertlab.experiment(noisy, {"a": {}}, seeds=[0], out=out)

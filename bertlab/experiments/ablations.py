@@ -60,6 +60,7 @@ BUDGET = {
     "finetune_clip": None,      # the shipped card's runs did not clip the probes' fine-tuning
     "quick": False,             # probe subsets: seconds instead of minutes, for tests and smoke runs
 }
+OBJECTIVES = ("mlm_nsp", "mlm", "ltr", "none")
 QUICK = {"steps": 24, "batch_size": 8, "finetune_epochs": 1, "quick": True}
 
 
@@ -68,6 +69,8 @@ def variant(**changes) -> dict:
     unknown = set(changes) - set(BUDGET)
     if unknown:
         raise ValueError(f"unknown ablation setting(s) {', '.join(sorted(unknown))}: choose from {', '.join(BUDGET)}")
+    if changes.get("objective", BUDGET["objective"]) not in OBJECTIVES:
+        raise ValueError(f"objective {changes['objective']!r} is not one of {', '.join(OBJECTIVES)}")
     return {**BUDGET, **changes}
 
 

@@ -61,9 +61,22 @@ def data_hash(paths) -> str | None:
 
     Only regular files are read, in chunks, and MAX_DATA_BYTES in all: a card's data path naming /dev/zero,
     a FIFO or a huge file is an error that names it, not a hang or an exhausted memory."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    if not isinstance(paths, (list, tuple)) or not all(isinstance(p, (str, os.PathLike)) for p in paths):
+        raise ValueError(f"data must be a list of paths (files or folders the runs read), got {paths!r:.60}")
     found = _data_files(paths)
     if not found:
         return None
+    total = 0
+    for f in found:                 # sizes first: a file too big is refused before anything is read
+        try:
+            total += os.stat(f).st_size
+        except FileNotFoundError:
+            raise FileNotFoundError(f"data file {f} does not exist") from None
+        if total > MAX_DATA_BYTES:
+            raise ValueError(f"the data files come to more than the {MAX_DATA_BYTES:,} bytes read here (at {f}): name the files "
+                             "the runs read")
     h = hashlib.sha256()
     left = MAX_DATA_BYTES
     for f in found:
@@ -208,8 +221,8 @@ def check_card(card, where: str = "the card") -> dict:
     for name, v in card["variants"].items():
         if not (isinstance(v, dict) and isinstance(v.get("settings"), dict) and isinstance(v.get("seeds"), list)):
             bad(f"variants[{name!r}]", "is not {\"settings\": {...}, \"seeds\": [...]}")
-        if not all(_is_int(s) for s in v["seeds"]) or len(set(v["seeds"])) != len(v["seeds"]):
-            bad(f"variants[{name!r}].seeds", "are not distinct whole numbers")
+        if not all(_is_int(s) and 0 <= s < 2 ** 63 for s in v["seeds"]) or len(set(v["seeds"])) != len(v["seeds"]):
+            bad(f"variants[{name!r}].seeds", "are not distinct whole numbers in 0 … 2**63 - 1")
     if card["reference"] not in card["variants"]:
         bad("reference", f"{card['reference']!r} is not one of the variants")
     for i, r in enumerate(card["rows"]):

@@ -159,10 +159,9 @@ def _experiment(args) -> int:
     if args.merge:
         if args.spec:
             raise ValueError(f"--merge joins cards already made: drop the SPEC {args.spec!r} (or drop --merge)")
+        from .grid import make_out
         card = merge_cards(args.merge)
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        write_card(card, out / "card.json")
+        write_card(card, make_out(args.out) / "card.json")
         print(format_summary(card))
         return 0
     if not args.spec:

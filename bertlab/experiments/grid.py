@@ -207,6 +207,10 @@ def experiment(run: Callable | str, variants: dict, seeds=None, *, out, jobs: in
         raise ValueError(f"jobs must be a whole number of processes, at least 1, got {jobs!r}")
     if reference is not None and reference not in variants:
         raise ValueError(f"reference {reference!r} is not one of the variants: {', '.join(variants)}")
+    if notes is not None and not isinstance(notes, dict):
+        raise ValueError(f"notes must be a dict (what the card's reader needs beside the rows), got {type(notes).__name__}")
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise ValueError(f"name must be a non-empty string (the card's title), got {name!r:.40}")
     if notes is not None:
         notes = to_json(notes, "notes")
     todo = jobs_of(variants, shard)
@@ -221,13 +225,12 @@ def experiment(run: Callable | str, variants: dict, seeds=None, *, out, jobs: in
                              "(a .py file on the path), or use jobs=1")
     if isinstance(data, (str, os.PathLike)):
         data = [data]
+    if not isinstance(out, (str, os.PathLike)) or not str(out).strip():
+        raise ValueError(f"out must be a folder path (for rows.jsonl and the card), got {out!r:.60}")
     import bertlab
     versions = (bertlab.__version__, torch.__version__)
     data_sha = data_hash(data)                  # a bad data path fails now, not after the runs
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"out {out} is a file: pass a folder for rows.jsonl and the card")
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_out(out)
     with _locked(out):
         rows_path = out / ROWS
         stored, cut = _read_rows(rows_path)
@@ -277,8 +280,7 @@ def adopt_rows(card, out) -> int:
     The card must be of the same run as the rows already in `out`; its rows are checked as any card's."""
     from .cards import read_card
     card = read_card(card)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_out(out)
     with _locked(out):
         rows_path = out / ROWS
         stored, cut = _read_rows(rows_path)
@@ -300,6 +302,23 @@ def adopt_rows(card, out) -> int:
             files.append_line(rows_path, dumps(row), "the experiment's rows.jsonl")
             added += 1
     return added
+
+
+def make_out(out) -> Path:
+    """The folder `out`, made if missing; a path that is (or lies under) a file, or cannot be made, is one
+    error saying so."""
+    out = Path(out)
+    for folder in (out, *out.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise NotADirectoryError(f"out {out} is not a folder ({folder} is a file): pass a folder for "
+                                         "rows.jsonl and the card")
+            break
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise PermissionError(f"cannot make the folder {out} ({e.strerror}): choose a folder you may write to") from None
+    return out
 
 
 def _kept(done: dict, out: Path) -> str:

@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 
 from .cards import _numbers, data_hash, machine, read_card, summarise
-from .grid import run_job
+from .grid import JobFailed, run_job
 from .trust import allowed, check_trusted, resolve_run
 
 
@@ -67,7 +67,13 @@ def replay(card, row: int | None = None, allow=()) -> list[dict]:
     reports = []
     for i in picked:
         r = rows[i]
-        fresh = run_job(fn, card["variants"][r["variant"]]["settings"], r["seed"])["result"]
+        try:
+            fresh = run_job(fn, card["variants"][r["variant"]]["settings"], r["seed"])["result"]
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:
+            raise JobFailed(f"row {i} ({r['variant']!r}, seed {r['seed']}) raised {type(e).__name__}: {e} (the "
+                            "card's settings for it, or the code since it was written, do not run)") from e
         exact = r.get("machine") == here and r.get("threads", 1) == 1
         old, new = _leaves(r["result"]), _leaves(fresh)
         differences = {}
