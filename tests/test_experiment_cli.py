@@ -112,6 +112,12 @@ def test_merge_errors_are_one_line(tmp_path, capsys):
     assert "torch 0.1" in fails(capsys, ["experiment", "--merge", str(a), str(tmp_path / "old.json"), "--out",
                                           str(tmp_path / "m")])
     assert main(["experiment", "--merge", str(a), str(b), "--out", str(tmp_path / "m")]) == 0
+    other = json.loads(a.read_text())
+    other["run"] = "testkit:other"
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    assert "adopt a card of the same study" in fails(capsys, ["experiment", str(tmp_path / "spec.json"), "--out",
+                                                              str(tmp_path / "s1"), "--allow", "testkit", "--from",
+                                                              str(tmp_path / "other.json")])
 
 
 @pytest.mark.parametrize("argv, words", [

@@ -177,3 +177,22 @@ def test_finetune_command_writes_the_model_metrics_and_scores(tmp_path):
     assert result["labels"] == ["neg", "pos"] and 0 <= result["test"]["accuracy"] <= 1
     model, _ = bertlab.load(out)
     assert isinstance(model, bertlab.BertForSequenceClassification)
+
+
+def test_the_experiment_modules_import_each_other_without_a_circle():
+    """cards ← grid ← replay, trust ← grid: each module can be read without the ones that build on it."""
+    import ast
+    from pathlib import Path
+    folder = Path(bertlab.__file__).parent / "experiments"
+    graph = {}
+    for path in folder.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        graph[path.stem] = {n.module.split(".")[0] if n.level == 1 and n.module else None
+                            for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1} - {None}
+        graph[path.stem] |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1
+                             and not n.module for a in n.names}
+
+    def reaches(start, goal, seen=()):
+        return any(m == goal or (m not in seen and reaches(m, goal, (*seen, m))) for m in graph.get(start, ()))
+    assert not [m for m in graph if m != "__init__" and reaches(m, m)], graph
+    assert "grid" not in graph["cards"] and "replay" not in graph["cards"]
