@@ -171,6 +171,11 @@ def main(argv=None) -> int:
         except (JobFailed, OSError) as e:
             print(f"bertlab {args.command}: error: {e}", file=sys.stderr)
             return 1
+        except KeyboardInterrupt:
+            kept = "; the finished rows are kept in --out: run the same command again to resume" \
+                if args.command == "experiment" else ""
+            print(f"bertlab {args.command}: interrupted{kept}", file=sys.stderr)
+            return 130
     if args.command == "lab":
         from .lab import main as lab_main
 

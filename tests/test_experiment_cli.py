@@ -129,3 +129,16 @@ def test_merge_errors_are_one_line(tmp_path, capsys):
 def test_command_misuse_is_one_line(tmp_path, monkeypatch, capsys, argv, words):
     monkeypatch.chdir(tmp_path)
     assert words in fails(capsys, argv)
+
+
+def test_ctrl_c_is_one_line_saying_the_rows_are_kept(tmp_path, monkeypatch, capsys):
+    from bertlab.experiments import grid
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(grid, "run_job", interrupted)
+    (tmp_path / "spec.json").write_text(json.dumps({"run": "testkit:toy_run", "variants": VARIANTS, "seeds": [0]}))
+    err = fails(capsys, ["experiment", str(tmp_path / "spec.json"), "--out", str(tmp_path / "o"), "--allow",
+                         "testkit"], code=130)
+    assert "interrupted" in err and "resume" in err
+    assert not (tmp_path / "o" / ".experiment.lock").exists()
