@@ -256,3 +256,11 @@ def test_seeds_in_a_card_beyond_what_a_generator_takes_are_refused(made):
                      rows=[{**made["rows"][0], "seed": 2 ** 70}])
     with pytest.raises(ValueError, match=r"variants\['slow'\]\.seeds"):
         replay(card, allow=["testkit"])
+
+
+def test_an_older_cards_bare_nan_is_merged_as_recorded_not_a_json_error(shards, tmp_path):
+    a, b = (json.loads(json.dumps(c)) for c in shards)
+    a["rows"][0]["result"]["loss"] = float("nan")           # as json.dumps wrote it before: a bare NaN
+    merged = merge_cards([a, b])
+    assert merged["rows"][0]["result"]["loss"] == "nan"
+    write_card(merged, tmp_path / "card.json")             # strict JSON, no error

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from .. import files
-from .records import MAX_DATA_BYTES, MAX_DATA_FILES, chunks, number, read_json
+from .records import MAX_DATA_BYTES, MAX_DATA_FILES, chunks, number, read_json, to_json
 
 FORMAT = "bertlab-experiment-card/1"
 SKIP = {"step", "seed", "fraction"}         # numbers in a result that are coordinates, not measurements
@@ -295,7 +295,7 @@ def merge_cards(cards) -> dict:
     missing = [j for j in grid if j not in by_job]
     if missing:
         raise ValueError(f"the shards leave {len(missing)} job(s) unrun, e.g. {missing[0]}: run every slice k/N")
-    rows = [by_job[j][0] for j in grid]
+    rows = [to_json(by_job[j][0], f"row {j}") for j in grid]     # an older card's bare NaN becomes "nan"
     return make_card(first["run"], first["variants"], rows, reference=first["reference"], data=first["data"],
                      name=first["name"], notes=first["notes"], jobs=first.get("jobs", 1),
                      data_sha=first["data_sha256"], versions=(first["bertlab"], first["torch"]))

@@ -413,4 +413,6 @@ def _run_in_workers(run, allow, variants, missing, n, finished, out) -> None:
 
 
 def _public(row: dict) -> dict:
-    return {k: row[k] for k in ("variant", "seed", "result", "cpu_s", "threads", "machine") if k in row}
+    """A row as the card shows it (a NaN that an older version wrote as a bare float becomes "nan")."""
+    return {k: to_json(row[k], f"row ({row['variant']!r}, seed {row['seed']}) {k}")
+            for k in ("variant", "seed", "result", "cpu_s", "threads", "machine") if k in row}
