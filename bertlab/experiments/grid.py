@@ -235,7 +235,7 @@ def experiment(run: Callable | str, variants: dict, seeds=None, *, out, jobs: in
         rows_path = out / ROWS
         stored, cut = _read_rows(rows_path)
         if cut:                                 # drop the half line, so the next row starts on a line of its own
-            files.replace_text(rows_path, "".join(dumps(r) + "\n" for r in stored))
+            files.replace_text(rows_path, "".join(dumps(to_json(r, "a row")) + "\n" for r in stored))
         done = {(r["variant"], r["seed"]): r for r in stored
                 if r.get("run") == name_of_run and r.get("settings") == variants.get(r["variant"], {}).get("settings")}
         missing = [(v, s) for v, s in todo if (v, s) not in done]
@@ -285,7 +285,7 @@ def adopt_rows(card, out) -> int:
         rows_path = out / ROWS
         stored, cut = _read_rows(rows_path)
         if cut:
-            files.replace_text(rows_path, "".join(dumps(r) + "\n" for r in stored))
+            files.replace_text(rows_path, "".join(dumps(to_json(r, "a row")) + "\n" for r in stored))
         runs = {r.get("run") for r in stored} - {card["run"]}
         if runs:
             raise ValueError(f"{out} holds rows of {sorted(map(str, runs))[0]}, the card rows of {card['run']}: "
