@@ -6,8 +6,8 @@
     bertlab lab [DIR] [--no-browser] [--port N] [--solutions [SRC]]
     bertlab book OUT [--repo DIR] [--repo-url URL] [--hub-url URL] [--branch B] [--no-execute]
     bertlab finetune --model NAME --task classify --train train.jsonl [--val val.jsonl] --out DIR [--overwrite]
-    bertlab experiment ablations|finetune|SPEC.json --out DIR [--jobs N] [--shard K/N]
-    bertlab replay CARD [--row N]
+    bertlab experiment ablations|finetune|SPEC.json --out DIR [--jobs N] [--shard K/N] [--allow MODULE]
+    bertlab replay CARD [--row N] [--allow MODULE]
     bertlab export --onnx DIR [--model NAME_OR_PATH] [--dtype fp32|fp16]
 
 The pretrain flags are generated from the fields of `PretrainArgs` (pretraining/trainer.py): one flag per field,
@@ -182,11 +182,24 @@ def main(argv=None) -> int:
     if args.command == "finetune":      # checks everything, then trains; one-line errors of its own
         return finetune_command.main(args)
     if args.command in ("experiment", "replay"):
+        from .experiments.grid import JobFailed
+
         try:
             return commands.main(args)
-        except (ValueError, FileNotFoundError) as e:
+        # bad input, a card or spec that is not one (file, line, field named), an out in use or not a folder
+        except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError,
+                PermissionError) as e:
             print(f"bertlab {args.command}: error: {e}", file=sys.stderr)
             return 2
+        # a job raised or its worker died (the finished rows are kept), or a write failed (a full disk)
+        except (JobFailed, OSError) as e:
+            print(f"bertlab {args.command}: error: {e}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            kept = "; the finished rows are kept in --out: run the same command again to resume" \
+                if args.command == "experiment" else ""
+            print(f"bertlab {args.command}: interrupted{kept}", file=sys.stderr)
+            return 130
     if args.command == "lab":
         from .lab import main as lab_main
 

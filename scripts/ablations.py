@@ -1,11 +1,11 @@
-"""The paper's ablations at toy scale (notebook 09), through the package API.
+"""Ship the ablation study's card (notebook 09): the study itself is `bertlab experiment ablations`.
 
-    .venv/bin/python scripts/ablations.py --jobs 2                      # the whole grid (~20 min on 2 cores)
-    .venv/bin/python scripts/ablations.py --quick --out /tmp/quick      # seconds: every code path, tiny budget
-    .venv/bin/python -m bertlab experiment ablations --out runs/ablations --shard 1/4   # one slice of four
+    bertlab experiment ablations --out runs/ablations --jobs 2       # the whole grid (~20 min on 2 cores)
+    bertlab experiment ablations --out runs/a1 --shard 1/4           # or one slice of four, then --merge
+    .venv/bin/python scripts/ablations.py --ship [--out runs/ablations]   # copy the card to bertlab/assets/
 
-The variants, the pre-training loop and the probes are `bertlab.experiments.ablations`; the grid, its
-processes, resume and card are `bertlab.experiment`. --ship copies the card to bertlab/assets/ablations/.
+--ship checks that the card is the whole study (bertlab.experiments.ablations.spec(): every variant, seed and
+note notebook 09 reads) before copying it over the shipped one.
 """
 
 from __future__ import annotations
@@ -15,28 +15,22 @@ import shutil
 import sys
 from pathlib import Path
 
-import bertlab
-from bertlab.experiments import ablations
-from bertlab.experiments.commands import format_summary
+from bertlab.experiments import ablations, read_card
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, default=Path("runs/ablations"))
-    ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--only", nargs="+", choices=list(ablations.VARIANTS), help="variants to run (default: all)")
-    ap.add_argument("--quick", action="store_true", help="a tiny budget and probe subsets: seconds")
-    ap.add_argument("--ship", action="store_true", help="copy the card to bertlab/assets/ablations/")
+    ap.add_argument("--out", type=Path, default=Path("runs/ablations"), help="the study's folder (its card.json)")
+    ap.add_argument("--ship", action="store_true", required=True, help="copy OUT/card.json to bertlab/assets/ablations/")
     args = ap.parse_args(argv)
-    variants = {k: {**v, **(ablations.QUICK if args.quick else {})} for k, v in ablations.VARIANTS.items()
-                if not args.only or k in args.only}
-    card = bertlab.experiment(ablations.run, variants, args.seeds, out=args.out, jobs=args.jobs, data=ablations.DATA,
-                              name="ablations", notes={"baselines": ablations.baselines(args.quick),
-                                                       "paper": ablations.PAPER, "groups": ablations.GROUPS})
-    if args.ship:
-        shutil.copy(args.out / "card.json", Path(bertlab.__file__).parent / "assets" / "ablations" / "card.json")
-    print(format_summary(card))
+    card, spec = read_card(args.out / "card.json"), ablations.spec()
+    if set(card["variants"]) != set(spec["variants"]) or card["notes"].get("baselines") != spec["notes"]["baselines"]:
+        print(f"{args.out / 'card.json'} is not the whole ablation study (run: bertlab experiment ablations "
+              f"--out {args.out})", file=sys.stderr)
+        return 2
+    if not ablations.CARD.exists() or not ablations.CARD.samefile(args.out / "card.json"):
+        shutil.copy(args.out / "card.json", ablations.CARD)
+    print(f"shipped {args.out / 'card.json'} → {ablations.CARD}")
     return 0
 
 

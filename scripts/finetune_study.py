@@ -1,13 +1,13 @@
-"""Does pre-training pay? The fine-tuning study behind notebook 08, through the package API.
+"""Ship the fine-tuning study's card and QA scores (notebook 08): the study itself is `bertlab experiment finetune`.
 
-    nice -n 19 .venv/bin/python scripts/finetune_study.py --jobs 2 --out runs/finetune_study   # the study (~30 CPU min)
-    nice -n 19 .venv/bin/python scripts/finetune_study.py --qa-scores       # one QA run's per-question scores
-    .venv/bin/python -m bertlab replay bertlab/assets/finetune/card.json --row 17              # one row again
+    nice -n 19 bertlab experiment finetune --out runs/finetune_study --jobs 2    # the study (~30 CPU min)
+    .venv/bin/python scripts/finetune_study.py --ship [--out runs/finetune_study]   # copy its card here
+    nice -n 19 .venv/bin/python scripts/finetune_study.py --qa-scores            # one QA run's per-question scores
+    bertlab replay bertlab/assets/finetune/card.json --row 17                    # one row again
 
 The protocol (candidate selection, a learning rate per task and start chosen on validation, three seeds) is
 `bertlab.experiments.finetune_study.protocol`; each row is its `run`, which calls `bertlab.finetune`. The task
-data is `bertlab.load_task`'s (bertlab/assets/tasks/, built by scripts/make_tasks.py). The finished card is
-copied to bertlab/assets/finetune/card.json with --ship.
+data is `bertlab.load_task`'s (bertlab/assets/tasks/, built by scripts/make_tasks.py).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import torch
 
 import bertlab
 from bertlab.experiments import finetune_study as study
+from bertlab.experiments import read_card
 from bertlab.finetuning import qa_scores
 
 ASSET = Path(bertlab.__file__).resolve().parent / "assets" / "finetune"
@@ -50,21 +51,25 @@ def qa_dump(card: dict) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, default=Path("runs/finetune_study"), help="rows.jsonl and card.json (resumable)")
-    ap.add_argument("--jobs", type=int, default=1, help="processes, one torch thread each")
-    ap.add_argument("--tasks", nargs="*", default=list(study.TASKS), choices=study.TASKS)
-    ap.add_argument("--ship", action="store_true", help="copy the finished card to bertlab/assets/finetune/")
+    ap.add_argument("--out", type=Path, default=Path("runs/finetune_study"), help="the study's folder (its card.json)")
+    ap.add_argument("--ship", action="store_true", help="copy OUT/card.json to bertlab/assets/finetune/")
     ap.add_argument("--qa-scores", action="store_true", help="write qa_scores.json from the shipped card's QA choice")
     args = ap.parse_args(argv)
+    if not (args.ship or args.qa_scores):
+        ap.error("say --ship or --qa-scores (the study itself: bertlab experiment finetune --out DIR)")
     torch.set_num_threads(1)
-    if args.qa_scores:
-        card = json.loads((ASSET / "card.json").read_text(encoding="utf-8"))
-        (ASSET / "qa_scores.json").write_text(json.dumps(qa_dump(card), indent=1) + "\n", encoding="utf-8")
-        return 0
-    card = study.protocol(args.out, jobs=args.jobs, tasks=args.tasks)
     if args.ship:
-        shutil.copy(args.out / "card.json", ASSET / "card.json")
-    print(json.dumps(study.study_table(card), indent=1))
+        card = read_card(args.out / "card.json")
+        if card["name"] != "finetune study" or "chosen_lr" not in card["notes"]:
+            print(f"{args.out / 'card.json'} is not a finished fine-tuning study (run: bertlab experiment finetune "
+                  f"--out {args.out})", file=sys.stderr)
+            return 2
+        if not study.CARD.exists() or not study.CARD.samefile(args.out / "card.json"):
+            shutil.copy(args.out / "card.json", study.CARD)
+        print(json.dumps(study.study_table(card), indent=1))
+    if args.qa_scores:
+        card = read_card(ASSET / "card.json")
+        (ASSET / "qa_scores.json").write_text(json.dumps(qa_dump(card), indent=1) + "\n", encoding="utf-8")
     return 0
 
 

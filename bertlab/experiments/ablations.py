@@ -11,6 +11,7 @@ only the one thing under study changes:
 - **training steps** (Figure 5): MLM + NSP and LTR are scored at a quarter, half and all of their steps.
 - **masking** (Appendix C.2, Table 8): 100 % [MASK] and 100 % random besides BERT's 80/10/10, and the rate.
 
+`spec()` is the whole study (`bertlab experiment ablations`, sharded or not, makes the card notebook 09 reads).
 A new variant is a dict of the settings that differ from `BUDGET`:
 
     from bertlab.experiments import ablations
@@ -59,6 +60,7 @@ BUDGET = {
     "finetune_clip": None,      # the shipped card's runs did not clip the probes' fine-tuning
     "quick": False,             # probe subsets: seconds instead of minutes, for tests and smoke runs
 }
+OBJECTIVES = ("mlm_nsp", "mlm", "ltr", "none")
 QUICK = {"steps": 24, "batch_size": 8, "finetune_epochs": 1, "quick": True}
 
 
@@ -67,6 +69,8 @@ def variant(**changes) -> dict:
     unknown = set(changes) - set(BUDGET)
     if unknown:
         raise ValueError(f"unknown ablation setting(s) {', '.join(sorted(unknown))}: choose from {', '.join(BUDGET)}")
+    if changes.get("objective", BUDGET["objective"]) not in OBJECTIVES:
+        raise ValueError(f"objective {changes['objective']!r} is not one of {', '.join(OBJECTIVES)}")
     return {**BUDGET, **changes}
 
 
@@ -96,6 +100,16 @@ PAPER = {
                "rows": [[80, 10, 10, 84.2, 95.4, 94.9], [100, 0, 0, 84.3, 94.9, 94.0], [80, 0, 20, 84.1, 95.2, 94.6],
                         [80, 20, 0, 84.4, 95.2, 94.7], [0, 20, 80, 83.7, 94.8, 94.6], [0, 0, 100, 83.6, 94.9, 94.6]]},
 }
+
+
+def spec(quick: bool = False) -> dict:
+    """The study as `bertlab experiment ablations` runs it and notebook 09 reads it: every variant, three seeds,
+    the data hashed into the card, and the notes (each probe's baseline, the paper's numbers, the groups the
+    notebook plots). `quick`: the same at a tiny budget (seconds a row), for tests and smoke runs."""
+    variants = {k: {**v, **QUICK} for k, v in VARIANTS.items()} if quick else VARIANTS
+    return {"run": "bertlab.experiments.ablations:run", "variants": variants, "seeds": [0, 1, 2], "data": DATA,
+            "name": "ablations-quick" if quick else "ablations",
+            "notes": {"baselines": baselines(quick), "paper": PAPER, "groups": GROUPS}}
 
 
 def make_config(tokenizer, s: dict) -> BertConfig:

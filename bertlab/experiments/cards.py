@@ -3,8 +3,12 @@
 A card holds the bertlab and torch versions, a content hash of the data the runs read, every variant's full
 settings and seeds, each row's result (with the machine and thread count it ran on) and the summary
 (mean ± standard deviation over seeds, and whether each variant's difference from the reference variant is
-clear of the seed-to-seed noise). `replay` re-runs rows of a card and says, row by row, whether the numbers
-agree: bit for bit on the same machine and thread count, else within the card's own seed spread.
+clear of the seed-to-seed noise). `replay` (replay.py) re-runs rows of a card and says, row by row, whether
+the numbers agree.
+
+A card may come from someone else, so `read_card` checks every field it will use and says which one is
+wrong (file, field, row), and `merge_cards` joins shards only when they are slices of one experiment, made
+by one version, that agree wherever they overlap.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ import platform
 from pathlib import Path
 
 import torch
+
+from .. import files
+from .records import MAX_DATA_BYTES, MAX_DATA_FILES, chunks, number, read_json, to_json
 
 FORMAT = "bertlab-experiment-card/1"
 SKIP = {"step", "seed", "fraction"}         # numbers in a result that are coordinates, not measurements
@@ -33,18 +40,65 @@ def machine() -> str:
     return f"{platform.machine()} {cpu}, torch {torch.__version__}"
 
 
-def data_hash(paths) -> str | None:
-    """sha256 over the bytes of every file under `paths` (folders walked in sorted order), or None for none."""
-    files = []
+def _data_files(paths) -> list[Path]:
+    """The files under `paths` (folders walked in sorted order), at most MAX_DATA_FILES of them."""
+    out: list[Path] = []
     for p in map(Path, paths):
-        files += sorted(q for q in p.rglob("*") if q.is_file()) if p.is_dir() else [p]
-    if not files:
+        if p.is_dir():
+            for folder, dirs, names in os.walk(p):
+                dirs.sort()
+                out += [Path(folder) / n for n in sorted(names)]
+                if len(out) > MAX_DATA_FILES:
+                    raise ValueError(f"data folder {p} holds more than {MAX_DATA_FILES:,} files: name the files "
+                                     "the runs read, not a folder above them")
+        else:
+            out.append(p)
+    return out
+
+
+def data_hash(paths) -> str | None:
+    """sha256 over the bytes of every file under `paths`, or None for none.
+
+    Only regular files are read, in chunks, and MAX_DATA_BYTES in all: a card's data path naming /dev/zero,
+    a FIFO or a huge file is an error that names it, not a hang or an exhausted memory."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    if not isinstance(paths, (list, tuple)) or not all(isinstance(p, (str, os.PathLike)) for p in paths):
+        raise ValueError(f"data must be a list of paths (files or folders the runs read), got {paths!r:.60}")
+    found = _data_files(paths)
+    if not found:
         return None
+    total = 0
+    for f in found:                 # sizes first: a file too big is refused before anything is read
+        try:
+            total += os.stat(f).st_size
+        except FileNotFoundError:
+            raise FileNotFoundError(f"data file {f} does not exist") from None
+        if total > MAX_DATA_BYTES:
+            raise ValueError(f"the data files come to more than the {MAX_DATA_BYTES:,} bytes read here (at {f}): name the files "
+                             "the runs read")
     h = hashlib.sha256()
-    for f in files:
+    left = MAX_DATA_BYTES
+    for f in found:
         h.update(f.name.encode())
-        h.update(f.read_bytes())
+        for block in chunks(f, "data file", left):
+            h.update(block)
+            left -= len(block)
     return "sha256:" + h.hexdigest()
+
+
+def jobs_of(variants: dict[str, dict], shard: tuple[int, int] | None = None) -> list[tuple[str, int]]:
+    """Every (variant, seed) in grid order; with `shard=(k, n)`, every n-th of them starting at the k-th."""
+    jobs = [(name, seed) for name, v in variants.items() for seed in v["seeds"]]
+    if shard is None:
+        return jobs
+    try:
+        k, n = shard
+    except (TypeError, ValueError):
+        raise ValueError(f"shard must be (k, n) with 1 ≤ k ≤ n, got {shard!r} (e.g. shard=(2, 4), --shard 2/4)") from None
+    if not (type(k) is int and type(n) is int and 1 <= k <= n):
+        raise ValueError(f"shard must be (k, n) with 1 ≤ k ≤ n, got {shard!r} (e.g. shard=(2, 4), --shard 2/4)")
+    return jobs[k - 1::n]
 
 
 def _points(row: dict) -> list[tuple[str, dict]]:
@@ -57,8 +111,13 @@ def _points(row: dict) -> list[tuple[str, dict]]:
 
 
 def _numbers(metrics: dict) -> dict[str, float]:
-    return {k: float(v) for k, v in metrics.items()
-            if k not in SKIP and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+    """The measurements of one point: every number, finite or not ("nan", "inf" as a card records them)."""
+    out = {}
+    for k, v in metrics.items():
+        x = number(v)
+        if k not in SKIP and x is not None:
+            out[k] = x
+    return out
 
 
 def clear_of_noise(a: dict, b: dict) -> bool:
@@ -70,7 +129,9 @@ def clear_of_noise(a: dict, b: dict) -> bool:
 def summarise(rows: list[dict], reference: str | None = None) -> dict:
     """{group: {metric: {"mean", "std", "min", "max", "n", and against the reference: "diff", "clear"}}}.
 
-    `std` is the sample standard deviation over seeds (0 with one seed); "clear" is `clear_of_noise`.
+    `std` is the sample standard deviation over seeds (0 with one seed); "clear" is `clear_of_noise`. A seed
+    whose number is not finite (the run diverged) is left out of the mean and counted: "diverged": k, and
+    "n" counts the finite ones (a metric no seed kept finite has only "n": 0 and "diverged").
     """
     groups: dict[str, dict[str, list[float]]] = {}
     for row in rows:
@@ -81,9 +142,15 @@ def summarise(rows: list[dict], reference: str | None = None) -> dict:
     for key, metrics in groups.items():
         summary[key] = {}
         for m, values in metrics.items():
-            t = torch.tensor(values, dtype=torch.float64)
-            summary[key][m] = {"mean": float(t.mean()), "std": float(t.std()) if len(values) > 1 else 0.0,
-                               "min": float(t.min()), "max": float(t.max()), "n": len(values)}
+            finite = [v for v in values if math.isfinite(v)]
+            cell: dict = {"n": 0}
+            if finite:
+                t = torch.tensor(finite, dtype=torch.float64)
+                cell = {"mean": float(t.mean()), "std": float(t.std()) if len(finite) > 1 else 0.0,
+                        "min": float(t.min()), "max": float(t.max()), "n": len(finite)}
+            if len(finite) < len(values):
+                cell["diverged"] = len(values) - len(finite)
+            summary[key][m] = cell
     if reference is not None:
         for key, metrics in summary.items():
             variant, _, step = key.partition(" @ ")
@@ -91,7 +158,7 @@ def summarise(rows: list[dict], reference: str | None = None) -> dict:
             if ref is None or variant == reference:
                 continue
             for m, s in metrics.items():
-                if m in ref:
+                if m in ref and s["n"] and ref[m]["n"]:
                     r = ref[m]
                     s["diff"] = s["mean"] - r["mean"]
                     s["clear"] = clear_of_noise(s, r)
@@ -99,14 +166,18 @@ def summarise(rows: list[dict], reference: str | None = None) -> dict:
 
 
 def make_card(run: str, variants: dict, rows: list[dict], *, reference=None, data=(), name=None, notes=None,
-              jobs=1, shard=None, data_sha=None) -> dict:
-    import bertlab
-    reference = reference or next(iter(variants))
+              jobs=1, shard=None, data_sha=None, versions=None) -> dict:
+    """A card. For a merge, `versions` = (bertlab, torch) and `data_sha` are the shards' own (else the versions
+    are this process's and `data` is hashed here)."""
+    if versions is None:
+        import bertlab
+        versions, data_sha = (bertlab.__version__, torch.__version__), data_hash(data)
+    reference = reference if reference is not None else next(iter(variants))
     if reference not in variants:
         raise ValueError(f"reference {reference!r} is not one of the variants: {', '.join(variants)}")
-    return {"format": FORMAT, "name": name or run, "run": run, "bertlab": bertlab.__version__,
-            "torch": torch.__version__, "data": [str(p) for p in data],
-            "data_sha256": data_sha if data_sha is not None else data_hash(data),
+    return {"format": FORMAT, "name": name or run, "run": run, "bertlab": versions[0],
+            "torch": versions[1], "data": [str(p) for p in data],
+            "data_sha256": data_sha,
             "variants": variants, "reference": reference, "jobs": jobs,
             "shard": None if shard is None else list(shard),
             "machines": sorted({r.get("machine", "unknown") for r in rows}),
@@ -114,104 +185,117 @@ def make_card(run: str, variants: dict, rows: list[dict], *, reference=None, dat
 
 
 def write_card(card: dict, path) -> Path:
-    """Write atomically (a temporary file renamed over the old one), so a kill never leaves half a card."""
+    """Write atomically (a new file renamed over the old one), so a kill never leaves half a card."""
     path = Path(path)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    files.replace_text(path, json.dumps(card, indent=1, allow_nan=False) + "\n")
     return path
 
 
-def read_card(card) -> dict:
-    """A card from a path, or the dict itself."""
-    if isinstance(card, dict):
-        return card
-    card = json.loads(Path(card).read_text(encoding="utf-8"))
+# ---- reading a card someone else wrote -------------------------------------------------------------------
+
+def _is_int(x) -> bool:
+    return type(x) is int
+
+
+def check_card(card, where: str = "the card") -> dict:
+    """`card` when every field replay, merge and the summary use is there and of its type; else a ValueError
+    naming `where` and the field."""
+    def bad(field: str, problem: str):
+        raise ValueError(f"{where}: {field} {problem}")
+
+    if not isinstance(card, dict):
+        bad("", f"is a JSON {type(card).__name__}, not an experiment card (an object with \"format\": {FORMAT!r})")
     if card.get("format") != FORMAT:
-        raise ValueError(f"not an experiment card (format {card.get('format')!r}, expected {FORMAT!r})")
+        bad("format", f"is {card.get('format')!r}, not {FORMAT!r}: not an experiment card (or from another version "
+                      "of the format)")
+    for key, kind in (("run", str), ("name", str), ("bertlab", str), ("torch", str), ("reference", str),
+                      ("variants", dict), ("rows", list), ("data", list), ("summary", dict), ("notes", dict)):
+        if not isinstance(card.get(key), kind):
+            bad(key, f"is missing or not a {'string' if kind is str else 'list' if kind is list else 'JSON object'}")
+    if card.get("data_sha256") is not None and not isinstance(card["data_sha256"], str):
+        bad("data_sha256", "is not a string")
+    if not all(isinstance(p, str) for p in card["data"]):
+        bad("data", "holds something other than path strings")
+    if not card["variants"]:
+        bad("variants", "is empty")
+    for name, v in card["variants"].items():
+        if not (isinstance(v, dict) and isinstance(v.get("settings"), dict) and isinstance(v.get("seeds"), list)):
+            bad(f"variants[{name!r}]", "is not {\"settings\": {...}, \"seeds\": [...]}")
+        if not all(_is_int(s) and 0 <= s < 2 ** 63 for s in v["seeds"]) or len(set(v["seeds"])) != len(v["seeds"]):
+            bad(f"variants[{name!r}].seeds", "are not distinct whole numbers in 0 … 2**63 - 1")
+    if card["reference"] not in card["variants"]:
+        bad("reference", f"{card['reference']!r} is not one of the variants")
+    for i, r in enumerate(card["rows"]):
+        field = f"rows[{i}]"
+        if not isinstance(r, dict):
+            bad(field, "is not a JSON object")
+        if r.get("variant") not in card["variants"]:
+            bad(f"{field}.variant", f"{r.get('variant')!r} is not one of the card's variants")
+        if not _is_int(r.get("seed")) or r["seed"] not in card["variants"][r["variant"]]["seeds"]:
+            bad(f"{field}.seed", f"{r.get('seed')!r} is not one of variant {r['variant']!r}'s seeds")
+        check_result(r.get("result"), f"{field}.result", bad)
+        if "machine" in r and not isinstance(r["machine"], str):
+            bad(f"{field}.machine", "is not a string")
+        if "threads" in r and not _is_int(r["threads"]):
+            bad(f"{field}.threads", "is not a whole number")
     return card
 
 
+def check_result(result, field: str, bad) -> None:
+    """A row's result: a dict of metrics, or a non-empty list of them each with a number "step"."""
+    if isinstance(result, dict):
+        return
+    if not isinstance(result, list) or not result:
+        bad(field, "is not a dict of metrics (or a list of them, one per checkpoint)")
+    for j, p in enumerate(result):
+        if not isinstance(p, dict) or number(p.get("step")) is None:
+            bad(f"{field}[{j}]", "is not a dict of metrics with a number \"step\"")
+
+
+def read_card(card) -> dict:
+    """A card from a path (a regular JSON file, size-bounded), or the dict itself; checked by `check_card`."""
+    if isinstance(card, dict):
+        return check_card(card)
+    if not isinstance(card, (str, os.PathLike)):
+        raise ValueError(f"a card is a path to card.json or the card's dict, got {type(card).__name__}")
+    return check_card(read_json(card, "an experiment card"), str(card))
+
+
 def merge_cards(cards) -> dict:
-    """One card from the cards of a grid's shards: the same run, variants and data; rows in grid order."""
-    from .grid import jobs_of
-    cards = [read_card(c) for c in cards]
-    if not cards:
+    """One card from the cards of a grid's shards: the same run, variants and data; rows in grid order.
+
+    Refused, with the reason: cards of different experiments, made by different bertlab or torch versions
+    (the merge would claim one version for all), or holding one (variant, seed) with different results.
+    The merged card keeps the shards' versions, never the merging process's."""
+    if isinstance(cards, (str, os.PathLike, dict)) or not hasattr(cards, "__iter__"):
+        raise ValueError("merge_cards takes a list of cards (paths or dicts), one per shard")
+    named = [(c if isinstance(c, dict) else read_card(c), "card" if isinstance(c, dict) else str(c)) for c in cards]
+    named = [(check_card(c, w) if w == "card" else c, w) for c, w in named]
+    if not named:
         raise ValueError("merge_cards needs at least one card")
-    first = cards[0]
-    for c in cards[1:]:
-        for key in ("run", "variants", "data_sha256", "reference"):
+    first, w0 = named[0]
+    for c, w in named[1:]:
+        for key in ("bertlab", "torch"):
             if c[key] != first[key]:
-                raise ValueError(f"these cards are not slices of one experiment: their {key!r} differ")
-    by_job = {(r["variant"], r["seed"]): r for c in cards for r in c["rows"]}
-    missing = [j for j in jobs_of(first["variants"]) if j not in by_job]
+                raise ValueError(f"{w0} was made with {key} {first[key]} and {w} with {key} {c[key]}: shards of "
+                                 "one card must come from one version (re-run the odd shard with it)")
+        for key in ("run", "variants", "data_sha256", "reference", "name", "notes"):
+            if c.get(key) != first.get(key):
+                raise ValueError(f"{w0} and {w} are not slices of one experiment: their {key!r} differ")
+    by_job: dict[tuple, tuple[dict, str]] = {}
+    for c, w in named:
+        for r in c["rows"]:
+            job = (r["variant"], r["seed"])
+            if job in by_job and by_job[job][0]["result"] != r["result"]:
+                raise ValueError(f"row ({job[0]!r}, seed {job[1]}) is in {by_job[job][1]} and in {w} with different "
+                                 "results: replay it (bertlab replay CARD --row N) to see which is right, and merge "
+                                 "without the other")
+            by_job.setdefault(job, (r, w))
+    grid = jobs_of(first["variants"])
+    missing = [j for j in grid if j not in by_job]
     if missing:
         raise ValueError(f"the shards leave {len(missing)} job(s) unrun, e.g. {missing[0]}: run every slice k/N")
-    rows = [by_job[j] for j in jobs_of(first["variants"])]
+    rows = [to_json(by_job[j][0], f"row {j}") for j in grid]     # an older card's bare NaN becomes "nan"
     return make_card(first["run"], first["variants"], rows, reference=first["reference"], data=first["data"],
-                     name=first["name"], notes=first["notes"], jobs=first["jobs"], data_sha=first["data_sha256"])
-
-
-def _leaves(result) -> dict[str, float]:
-    """Every number of a row's result, by a path name ("pos", "300/pos")."""
-    if isinstance(result, list):
-        return {f"{p['step']}/{k}": v for p in result for k, v in _numbers(p).items()}
-    return _numbers(result)
-
-
-def _data_same(card: dict) -> bool | None:
-    """Whether the card's data still hashes the same; its paths may be relative to bertlab's parent folder."""
-    if not card.get("data") or not card.get("data_sha256"):
-        return None
-    import bertlab
-    root = Path(bertlab.__file__).resolve().parent.parent
-    paths = [p if Path(p).exists() else root / p for p in card["data"]]
-    if not all(Path(p).exists() for p in paths):
-        return None
-    return data_hash(paths) == card["data_sha256"]
-
-
-def replay(card, row: int | None = None) -> list[dict]:
-    """Re-run every row of `card` (or only row number `row`) and compare with the stored numbers.
-
-    Returns one report per row: {"row", "variant", "seed", "agree", "mode", "differences", "identical",
-    "data_same"} (`identical`: every number equal, whatever the mode; `data_same`: whether the card's data
-    files hash as they did, None when they cannot be found here). `mode` is
-    "bit-identical" when the row was computed on this machine with the same thread count (every number
-    must then be equal), else "within spread" (each number within two of its variant's seed standard
-    deviations, or 1e-6 where the card has a single seed).
-    """
-    from .grid import run_job
-    card = read_card(card)
-    rows = card["rows"]
-    data_same = _data_same(card)
-    if row is not None:
-        if not -len(rows) <= row < len(rows):
-            raise ValueError(f"the card has {len(rows)} rows (0 … {len(rows) - 1}); there is no row {row}")
-    picked = range(len(rows)) if row is None else [row % len(rows)]
-    here = machine()
-    reports = []
-    for i in picked:
-        r = rows[i]
-        settings = card["variants"][r["variant"]]["settings"]
-        fresh = run_job(card["run"], settings, r["seed"])["result"]
-        exact = r.get("machine") == here and r.get("threads", 1) == 1
-        old, new = _leaves(r["result"]), _leaves(fresh)
-        differences = {}
-        for k, v in old.items():
-            if k not in new:
-                differences[k] = (v, None)
-                continue
-            if exact:
-                ok = new[k] == v
-            else:
-                group, _, metric = (f"{r['variant']} @ {k.split('/')[0]}", None, k.split("/")[1]) if "/" in k \
-                    else (r["variant"], None, k)
-                s = card["summary"].get(group, {}).get(metric, {})
-                ok = abs(new[k] - v) <= max(2 * s.get("std", 0.0), 1e-6)
-            if not ok:
-                differences[k] = (v, new[k])
-        reports.append({"row": i, "variant": r["variant"], "seed": r["seed"], "agree": not differences,
-                        "mode": "bit-identical" if exact else "within spread", "differences": differences,
-                        "identical": all(new.get(k) == v for k, v in old.items()), "data_same": data_same})
-    return reports
+                     name=first["name"], notes=first["notes"], jobs=first.get("jobs", 1),
+                     data_sha=first["data_sha256"], versions=(first["bertlab"], first["torch"]))
