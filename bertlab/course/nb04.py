@@ -11,6 +11,7 @@ import inspect
 import torch
 
 from ..pretraining.masking import REPLACE_BERT, mask_tokens
+from .answers import whole_or_wrong
 from .registry import as_number, exercise, loaded, not_a, right, wrong
 
 
@@ -59,7 +60,8 @@ def _(answer):
                  "min(max_predictions, round(0.15 × 198)); or build a (1, 200) tensor of word ids between [CLS] "
                  "and [SEP] and count (labels != -100)"])
 def _(answer):
-    if (bad := not_a(answer, int)):
+    answer, bad = whole_or_wrong(answer)
+    if bad:
         return bad
     _, tokenizer = loaded("bertlab-tiny")
     word = tokenizer.token_to_id("the")
