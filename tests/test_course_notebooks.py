@@ -41,6 +41,58 @@ def test_predictions_come_before_reveals(path):
     assert len(predicts) >= 2, f"{path.name} has {len(predicts)} Predict widgets"
 
 
+def raw_cells(path):
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+@pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
+def test_each_predict_names_its_reveal_and_the_reveal_comes_after_it(path):
+    """A Predict names the cell that reveals its answer in its metadata, {"bertlab": {"reveal": CELL_ID}}: a checked
+    code cell (# NBVAL_CHECK_OUTPUT), whose output is the answer, or the prose that states it. That cell must come
+    after the Predict, so a learner commits before the notebook tells."""
+    cells = raw_cells(path)
+    ids = [c.get("id") for c in cells]
+    for i, c in enumerate(cells):
+        source = "".join(c["source"])
+        if c["cell_type"] != "code" or "Predict(" not in source:
+            continue
+        reveal = c.get("metadata", {}).get("bertlab", {}).get("reveal")
+        assert reveal in ids, f"{path.name}, Predict cell {c.get('id')}: name its reveal cell in metadata.bertlab.reveal"
+        j = ids.index(reveal)
+        assert j > i, f"{path.name}: Predict {c.get('id')}'s reveal {reveal} comes before it"
+        shown = cells[j]
+        assert shown["cell_type"] == "markdown" or "# NBVAL_CHECK_OUTPUT" in "".join(shown["source"]), (
+            f"{path.name}: the reveal {reveal} of Predict {c.get('id')} is neither checked output nor prose")
+
+
+# answers the learner reviews found stated above their Predict: (notebook, Predict cell, words that told)
+TOLD_TOO_EARLY = [("01", "627e0c2d", ("never the unknown token", "never becomes `[UNK]`")),
+                  ("02", "515e5bdc", ("the real tokens attend to the `[PAD]`s",)),
+                  ("03", "61d9094c", ("do not move at all",)),
+                  ("09", "fc53fc2d", ("are *identical*",))]
+
+
+@pytest.mark.parametrize("nn, predict, told", TOLD_TOO_EARLY, ids=[t[0] for t in TOLD_TOO_EARLY])
+def test_no_answer_is_stated_above_its_predict(nn, predict, told):
+    path = next(NOTEBOOKS.glob(f"{nn}_*.ipynb"))
+    cells = raw_cells(path)
+    at = [c.get("id") for c in cells].index(predict)
+    above = " ".join("".join(c["source"]) for c in cells[:at])
+    assert not [w for w in told if w in above], f"{path.name}: said before Predict {predict}"
+
+
+def test_04s_predict_asks_what_no_cell_above_printed():
+    """04 printed the dog sentence's first guess six cells before asking for it; now it asks for the top five,
+    which no cell above prints."""
+    path = next(NOTEBOOKS.glob("04_*.ipynb"))
+    cells = raw_cells(path)
+    at = [c.get("id") for c in cells].index("264b6d1b")
+    question = "".join(cells[at]["source"])
+    assert "top five" in question and "top_k=5" in question
+    printed_above = " ".join("".join(o.get("text", "")) for c in cells[:at] for o in c.get("outputs", []))
+    assert "top five" not in printed_above and "top_k=5" not in " ".join("".join(c["source"]) for c in cells[:at])
+
+
 @pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
 def test_exercises_are_tagged_and_the_checks_match_the_registry(path):
     nn = path.name[:2]
