@@ -151,3 +151,16 @@ def test_whole_or_wrong_says_what_the_exercise_takes():
     assert n is None and bad.kind == "wrong type" and "an int (a count)" in bad.message and "str" in bad.message
     n, bad = answers.whole_or_wrong("x" * 500)
     assert len(bad.message) < 120
+
+
+def test_the_notebooks_ask_for_the_precision_the_checks_compare_at(solved):
+    """A float exercise's text in its notebook says the precision its check compares at, as its `expects` does."""
+    import json
+    for e in (e for e, a in solved.items() if isinstance(a, float)):
+        nn = e.split(".")[0]
+        path = next((REPO / "notebooks").glob(f"{nn}_*.ipynb"))
+        text = next("".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
+                    if c["cell_type"] == "markdown" and "".join(c["source"]).startswith(f"**{e}**"))
+        asked = PRECISION.search(" ".join(text.split()))
+        said = PRECISION.search(bertlab.course.get(e).expects)
+        assert asked and asked.group(0) == said.group(0), (e, asked and asked.group(0), said.group(0))
