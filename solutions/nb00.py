@@ -28,7 +28,9 @@ def wrong_00_1():
     n = ex_00_1()
     return [(n - 2 * H, "LayerNorm"), (c.vocab_size * H, "token table"), (n - c.type_vocab_size * H, "table"),
             (round(n / 1e6, 1), "millions"), (n * 2, "factor"), (count_parameters(bertlab.load("minilm")[0].config)[0],
-                                                                 "MiniLM"), ("23837184", "int")]
+                                                                 "MiniLM"), ("23837184", "int"),
+            # the segment table and the LayerNorm are both 2 × H: the diagnosis names both, not one by chance
+            (n - c.type_vocab_size * H, "segment table"), (float(n), "an int")]
 
 
 def _attention(text="The river bank was muddy after the rain."):
@@ -64,7 +66,7 @@ def wrong_00_3():
     att = _attention()
     return [(float(att[..., -1].mean(-1).max()), "rows too"), (float(att[:, :, 1:-1, 0].mean(-1).max()), "[CLS]"),
             (ex_00_3() * 100, "percentage"), (float(att[:, :, 1:-1, -1].mean()), "average over all heads"),
-            (0.5, "")]
+            (0.5, "")]   # (rounded to 0.2 it is still right to two decimals: 0.20)
 
 
 def ex_00_4():

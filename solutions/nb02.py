@@ -71,4 +71,6 @@ def ex_02_3():
 
 def wrong_02_3():
     d, i = _distances()
-    return [(1 - float(d[i]), "similarity"), (float(d[i - 1]), "[SEP]"), (ex_02_3() * 2, "factor"), ("far", "number")]
+    return [(1 - float(d[i]), "similarity"), (float(d[i - 1]), "[SEP]"), (ex_02_3() * 2, "factor"), ("far", "number"),
+            # B's second token moves almost as far as the first [SEP]: each is named as itself
+            (float(d[i + 1]), "second token of B"), (round(ex_02_3(), 2), "rounded further than asked")]

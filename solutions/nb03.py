@@ -58,7 +58,10 @@ def wrong_03_2():
     scores = q[0, 3] @ k[0, 3].T
     return [(float((scores / math.sqrt(32)).softmax(-1).max(-1).values.mean()), "still scaled"),
             (float(scores.softmax(-1).max()), "whole table"), (1.0, ""), (ex_03_2() * 100, "percentage"),
-            ("big", "number")]
+            ("big", "number"), (round(ex_03_2(), 1), "rounded further than asked"),
+            # head 2's rows are all one-hot (1.0), the same value as the whole table's maximum: both are named
+            (float((q[0, 2] @ k[0, 2].T).softmax(-1).max(-1).values.mean()), "another head"),
+            (float((q[0, 4] @ k[0, 4].T).softmax(-1).max(-1).values.mean()), "another head")]
 
 
 def ex_03_3():

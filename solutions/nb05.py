@@ -61,7 +61,7 @@ def ex_05_2():
 def wrong_05_2():
     s = _share(64)
     return [(100 * s, "percent"), (1 - s, "isnext share"), (0.5, "balance=True"), (_share(128), "128"),
-            (0.3, "count label 1"), ("0.6", "a number")]
+            (0.3, "count label 1"), ("0.6", "a number"), (round(s, 2), "rounded further than asked")]
 
 
 STOP = set("the and was were that with from this they their them have has had for his her she him you your are "
@@ -86,7 +86,13 @@ def wrong_05_3():
             (lambda a, b: not (words4(a) & words4(b)), "below chance"),
             (lambda a, b: bool(words4(a) & words4(b)), "reach 0.70"),
             (lambda a, b: "yes", "true (isnext) or false"),
-            ("same_topic", "function itself")]
+            ("same_topic", "function itself"), (_asks_the_model, "runs a model")]
+
+
+def _asks_the_model(a, b):
+    """A "rule" that asks bertlab-mini's NSP head: the exercise is about how far a rule with no model gets."""
+    model, tokenizer = bertlab.load("bertlab-mini", device="cpu")
+    return bertlab.next_sentence(model.eval(), tokenizer, a, b) > 0.5
 
 
 def ex_05_4():

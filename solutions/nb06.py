@@ -20,7 +20,8 @@ def ex_06_1():
 
 def wrong_06_1():
     return [(1e-3, "the peak"), (1e-3 * 75 / 150, "decay from step 0"), (1e-4 * 75 / 135, "the paper's peak"),
-            (2 * lr_at(75, 150, 15, 1e-3), "factor of 2"), ("5e-4", "a number")]
+            (2 * lr_at(75, 150, 15, 1e-3), "factor of 2"), ("5e-4", "a number"),
+            (float(f"{lr_at(75, 150, 15, 1e-3):.1e}"), "rounded further than asked")]
 
 
 def ex_06_2():
@@ -52,4 +53,5 @@ def ex_06_3():
 def wrong_06_3():
     V = bertlab.BertConfig.preset("base").vocab_size
     return [(math.log2(V), "bits"), (math.log10(V), "base 10"), (math.log(2000), "wrong vocabulary"),
-            (1 / V, "probability"), (V, "−log(1 / v)"), (torch.tensor([1.0, 2.0]), "a number")]
+            (1 / V, "probability"), (V, "−log(1 / v)"), (torch.tensor([1.0, 2.0]), "a number"),
+            (round(math.log(V), 1), "rounded further than asked")]

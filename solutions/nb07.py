@@ -30,15 +30,17 @@ def _same_different():
 
 
 def ex_07_1():
-    """The row of the notebook's table where different − same is largest."""
+    """The first row of the notebook's table where different − same is above 0.10."""
     same, different = _same_different()
-    return int((different - same).argmax())
+    return int(((different - same) > 0.10).nonzero()[0])
 
 
 def wrong_07_1():
     same, different = _same_different()
+    first = ex_07_1()
     return [(int(different.argmax()), "the largest distance"), (0, "no context"), (7, "no such layer"),
-            ("3", "an int")]
+            ("3", "an int"), (int((different - same).argmax()), "not the first"), (first - 1, "too early"),
+            (3.0, "an int")]
 
 
 def ex_07_2():
@@ -64,4 +66,5 @@ def ex_07_3():
 def wrong_07_3():
     d = _distances(BANK + ["We met at the bank."])
     return [(float(d[-1, 6, 0:3].mean()), "the other group"), (1 - float(d[-1, 6, 3:6].mean()), "similarity"),
-            (float(d[3, 6, 3:6].mean()), "the wrong layer"), (2.0, "off")]
+            (float(d[3, 6, 3:6].mean()), "the wrong layer"), (2.0, "off"),
+            (round(float(d[-1, 6, 3:6].mean()), 1), "rounded further than asked")]

@@ -6,7 +6,7 @@ strategies) are open on purpose: the learner runs the experiment and judges what
 
 import torch
 
-from bertlab.experiments import ablations, read_card
+from bertlab.experiments import ablations, clear_of_noise, read_card
 
 
 def ex_09_1():
@@ -35,7 +35,9 @@ def wrong_09_1():
 
     return [(lambda ids, mask: ids.clone(), "not shifted"), (backwards, "the wrong way"),
             (padding_predicted, "padding predicted"), (zero_not_ignored, "not ignored"),
-            (lambda ids, mask: ids[:, 1:], "wrong shape"), ("shift by one", "wrong type")]
+            (lambda ids, mask: ids[:, 1:], "wrong shape"), ("shift by one", "wrong type"),
+            (ablations.next_token_labels, "bertlab's own next_token_labels"),
+            (lambda ids, mask: ablations.next_token_labels(ids, mask), "the library's function")]
 
 
 def ex_09_2():
@@ -49,7 +51,8 @@ def wrong_09_2():
             (lambda a, b: a["n"] > 1 and b["n"] > 1 and abs(a["mean"] - b["mean"]) > max(a["std"], b["std"]), "one spread"),
             (lambda a, b: a["n"] > 1 and b["n"] > 1 and a["mean"] - b["mean"] > a["std"] + b["std"], "direction"),
             (lambda a, b: a["mean"] != b["mean"], "no spread"), (lambda a, b: True, "off"),
-            (lambda a, b: None, "wrong type")]
+            (lambda a, b: None, "wrong type"), (clear_of_noise, "bertlab's own clear_of_noise"),
+            (lambda a, b: bool(clear_of_noise(a, b)), "the library's function")]
 
 
 def _pos_at_last_step():

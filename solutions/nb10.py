@@ -71,7 +71,8 @@ def wrong_10_2():
     base = _loss(model, tokenizer, [])
     singles = _loss(model, tokenizer, [(5, 10)]) + _loss(model, tokenizer, [(5, 7)]) - 2 * base
     both = ex_10_2()
-    return [(singles, "the sum"), (both + base, "loss, not rise"), (-both, "sign"), (0.0, "off"), ("1.2", "a number")]
+    return [(singles, "the sum"), (both + base, "loss, not rise"), (-both, "sign"), (0.0, "off"), ("1.2", "a number"),
+            (round(both, 1), "rounded further than asked")]
 
 
 def ex_10_3():

@@ -43,10 +43,13 @@ def wrong_12_2():
 
 
 def ex_12_3():
-    """A word of the boiling-water scene in a sentence about nothing of the kettle's."""
-    return "The boil was loud."
+    """The notebook's off-topic team sentence with one word of the kettle's scene added (P(IsNext) ≈ 0.98)."""
+    return "The team lost the final pot."
 
 
 def wrong_12_3():
-    return [("The team lost the final boil.", "the notebook's"), ("The kettle is red.", "shares kettle"),
-            ("My cousin sold his bicycle yesterday.", "not fooled"), ("Boil.", "too short"), (42, "a str")]
+    return [("The team lost the final boil.", "the notebook's"), ("The team lost the kettle final.", "shares kettle"),
+            ("The team lost the final match.", "not fooled"), ("The team lost the final boiling.", "notebook's word"),
+            # coherent continuations of A, which a check cannot tell from a fooling sentence: refused by the story
+            ("Soon the water began to boil.", "the team's story"), ("The boil was loud.", "the team's story"),
+            ("The big old team sadly lost the final match.", "too many words"), (42, "a str")]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..config import BertConfig
+from .answers import nearest, pair, rounded_message, to_decimals, whole_or_wrong
 from .registry import as_number, exercise, loaded, matches, not_a, ratio_kind, right, wrong
 
 # sentences the checks run on: not the notebook's, so an answer fitted to one sentence does not pass by luck
@@ -34,7 +35,8 @@ def _embedding_parts(c: BertConfig) -> dict[str, int]:
                  "count_parameters(bertlab.BertConfig.preset('base')) in the notebook returns three numbers: "
                  "the first one is the answer."])
 def _(answer):
-    if (bad := not_a(answer, int, what="an int (the exact count, not millions)")):
+    answer, bad = whole_or_wrong(answer, "an int (the exact count, not millions)")
+    if bad:
         return bad
     base = _embedding_parts(BertConfig.preset("base"))
     truth = sum(base.values())
@@ -42,12 +44,15 @@ def _(answer):
         return right("three tables of 768 columns plus the LayerNorm's weight and bias: about a fifth of "
                      "BERT-base, most of it the 30,522-row token table")
     if answer == truth - base["LayerNorm"]:
-        return wrong("the three tables are right; the embedding block also normalises their sum, and that "
-                     "LayerNorm has parameters", kind="left out the LayerNorm")
+        # the segment table (2 rows × H) and the LayerNorm (weight and bias, 2 × H) are the same size in
+        # BERT-base, so this count cannot say which of the two was left out: name both
+        return wrong("2 × H parameters are missing: either the segment table (2 rows of H) or the LayerNorm "
+                     "after the sum (a weight and a bias of H each), which are the same size; count both",
+                     kind="left out the LayerNorm or the segment table")
     if answer in (base["token"], base["token"] + base["LayerNorm"]):
         return wrong("BERT adds three embeddings, not one: the token table is only one of them",
                      kind="only the token table")
-    if answer in (truth - base["segment"], truth - base["position"], truth - base["segment"] - base["LayerNorm"],
+    if answer in (truth - base["position"], truth - base["segment"] - base["LayerNorm"],
                   truth - base["position"] - base["LayerNorm"]):
         return wrong("one of the three tables is missing: token, position and segment are all added",
                      kind="a table left out")
@@ -111,7 +116,7 @@ def _where_heads_look(model, tokenizer) -> dict[str, torch.Tensor]:
                  "words i, and take the largest."])
 def _(answer):
     model, tokenizer = loaded("minilm")
-    head, bad = _head(answer, model)
+    head, bad = _head(pair(answer), model)
     if bad:
         return bad
     look = _where_heads_look(model, tokenizer)
@@ -133,7 +138,7 @@ def _(answer):
 
 @exercise("00.3", "MiniLM has no [SEP] head: how much weight does its most [SEP]-minded head give [SEP]?",
           difficulty=1, importance=1, minutes=10,
-          expects="a float between 0 and 1 (two decimals are enough)",
+          expects="a float between 0 and 1, to two decimals",
           hints=["For the notebook's sentence, take each head's rows for the words (not [CLS] or [SEP]) and "
                  "their weight in the [SEP] column, the last one.",
                  "Average that weight over the words' rows, for every one of the 6 × 12 heads; the answer is "
@@ -149,7 +154,10 @@ def _(answer):
                                                     output_attentions=True).attentions])  # (L, A, T, T)
     words = att[:, :, 1:-1]
     truth = float(words[..., -1].mean(-1).max())
-    if abs(value - truth) <= 0.005:
+    said = to_decimals(value, truth, 2)
+    if said == "rounded":
+        return wrong(rounded_message(2), kind="rounded too far")
+    if said == "right":
         return right("even the most [SEP]-minded head gives it a small share: MiniLM's heads park their spare "
                      "attention on [CLS] instead (Clark et al. found [SEP] heads in BERT-base, not here)")
     candidates = {
@@ -162,9 +170,9 @@ def _(answer):
         "that is the average over all heads; the question asks for the largest head's average":
             float(words[..., -1].mean()),
     }
-    for message, v in candidates.items():
-        if abs(value - v) <= 0.005:
-            return wrong(message, kind="a different quantity")
+    found = nearest(value, [(v, m, "a different quantity") for m, v in candidates.items()], 0.005)
+    if found:
+        return wrong(*found)
     if abs(value / 100 - truth) <= 0.005:
         return wrong("give a fraction between 0 and 1, not a percentage", kind="off by a factor of 100")
     if not 0 <= value <= 1:

@@ -6,6 +6,7 @@ vocabulary): 01.1 and 01.2 count tokens; 01.3 runs the learner's function on `wo
 
 from __future__ import annotations
 
+from .answers import whole_or_wrong
 from .registry import exercise, loaded, not_a, right, run_learner, wrong
 
 _PAIR = ("The river bank was muddy.", "We sat on the grass.")
@@ -21,7 +22,8 @@ _WORD = "강아지를"                    # "the puppy" with its object particle
                  "1 after it, so B's [SEP] counts for B.",
                  "sum(minilm_tok(a, b).token_type_ids), with a and b the two sentences"])
 def _(answer):
-    if (bad := not_a(answer, int)):
+    answer, bad = whole_or_wrong(answer)
+    if bad:
         return bad
     _, tokenizer = loaded("minilm")
     enc = tokenizer(*_PAIR)
@@ -51,7 +53,8 @@ def _(answer):
                  "syllable, and each becomes a piece.",
                  "len(minilm_tok.tokenize('강아지를'))"])
 def _(answer):
-    if (bad := not_a(answer, int)):
+    answer, bad = whole_or_wrong(answer)
+    if bad:
         return bad
     _, tokenizer = loaded("minilm")
     n = len(tokenizer.tokenize(_WORD))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .answers import nearest, rounded_message, to_decimals
 from .registry import as_number, exercise, loaded, not_a, ratio_kind, right, run_learner, wrong
 
 _INPUTS = (("The kettle began to whistle.", "She poured the tea."), ("We pitched the tent.", None),
@@ -125,7 +126,8 @@ def _moves():
 
 @exercise("02.3", "All-zero segment ids: how far does B's first token move?", difficulty=2, importance=1,
           minutes=10,
-          expects="a float: the cosine distance (1 − cosine similarity) of last_hidden_state at B's first token, "
+          expects="a float, to three decimals: the cosine distance (1 − cosine similarity) of last_hidden_state at B's "
+                  "first token, "
                   "bertlab-tiny, pair A = 'The kettle began to whistle.', B = 'She poured the hot water over the "
                   "tea.', real segment ids against all zeros",
           hints=["Two forward passes of model.bert: one with the pair's token_type_ids, one with "
@@ -139,14 +141,20 @@ def _(answer):
         return not_a(answer, float, what="a number (a cosine distance)")
     moves, i = _moves()
     truth = float(moves[i])
-    if abs(value - truth) <= 0.002 + 0.02 * abs(truth):
+    said = to_decimals(value, truth, 3)
+    if said == "rounded":
+        return wrong(rounded_message(3), kind="rounded too far")
+    if said == "right":
         return right("segment B's row changes every token of B, and through attention the tokens of A too")
-    if abs(value - (1 - truth)) <= 0.002:
-        return wrong("that is the cosine similarity; the distance is 1 minus it", kind="similarity, not distance")
-    for j, what in ((i - 1, "the first [SEP], which belongs to A"), (i + 1, "the second token of B"),
-                    (0, "[CLS]")):
-        if abs(value - float(moves[j])) <= 0.002:
-            return wrong(f"that is the distance at {what}: take the first token of B", kind="the wrong token")
+    # the nearest known mistake, and only when one fits: the first [SEP] and B's second token move by
+    # nearly the same amount, so a loose first match used to name the wrong one
+    found = nearest(value, [(1 - truth, "that is the cosine similarity; the distance is 1 minus it",
+                             "similarity, not distance")]
+                    + [(float(moves[j]), f"that is the distance at {what}: take the first token of B", "the wrong token")
+                       for j, what in ((i - 1, "the first [SEP], which belongs to A"), (i + 1, "the second token of B"),
+                                       (0, "[CLS]"))], 0.0005)
+    if found:
+        return wrong(*found)
     kind = ratio_kind(value, truth)
     if kind:
         return wrong("compare with 1 − cosine similarity", kind=kind)

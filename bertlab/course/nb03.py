@@ -10,6 +10,7 @@ import math
 
 import torch
 
+from .answers import nearest, rounded_message, to_decimals, whole_or_wrong
 from .registry import as_number, exercise, loaded, not_a, ratio_kind, right, run_learner, wrong
 
 _TEXT = "The river bank was muddy after the rain."
@@ -85,8 +86,8 @@ def _row_peaks(scores: torch.Tensor) -> float:
 
 
 @exercise("03.2", "Without the √d_k: how peaked do head 3's rows get?", difficulty=2, importance=2, minutes=10,
-          expects="a float: the mean over the rows of each row's largest weight in softmax(QKᵀ) (no scaling), "
-                  "MiniLM layer 0, head 3, 'The river bank was muddy after the rain.'",
+          expects="a float, to two decimals: the mean over the rows of each row's largest weight in softmax(QKᵀ) "
+                  "(no scaling), MiniLM layer 0, head 3, 'The river bank was muddy after the rain.'",
           hints=["Recompute the notebook's head-by-hand cell with the division left out, then look at each row's "
                  "largest weight.",
                  "One number per row (its largest weight, .max(-1).values), then their mean over the 11 rows.",
@@ -98,22 +99,30 @@ def _(answer):
     q, k, v = _qkv()
     scores = q[3] @ k[3].T                                        # (T, T), not scaled
     truth = _row_peaks(scores)
-    if abs(value - truth) <= 0.003:
+    said = to_decimals(value, truth, 2)
+    if said == "rounded":
+        return wrong(rounded_message(2), kind="rounded too far")
+    if said == "right":
         return right("without the scaling each row's weight piles onto one key; with d_k = 64 the dot products "
                      "grow further, the softmax saturates and its gradients vanish")
     d = q.shape[-1]
-    for other, message, kind in (
-            (_row_peaks(scores / math.sqrt(d)), "that is with the scaling still in: leave out the division by √d_k",
-             "still scaled"),
-            (_row_peaks(scores / d), "that divides by d_k; the question leaves the division out entirely",
-             "divided by d_k"),
-            (float(scores.softmax(-1).max()), "that is the largest weight of the whole table; take each row's "
-             "largest, then their mean", "the whole table's maximum"),
-            (float(scores.softmax(0).max(0).values.mean()), "the softmax runs along each row (dim=-1)",
-             "softmax over the wrong dimension")):
-        if abs(value - other) <= 0.003:
-            return wrong(message, kind=kind)
-    if abs(value / 100 - truth) <= 0.003:
+    candidates = [
+        (_row_peaks(scores / math.sqrt(d)), "that is with the scaling still in: leave out the division by √d_k",
+         "still scaled"),
+        (_row_peaks(scores / d), "that divides by d_k; the question leaves the division out entirely",
+         "divided by d_k"),
+        (float(scores.softmax(-1).max()), "the largest weight of the whole table, not each row's largest "
+         "averaged over the rows", "a different quantity"),
+        (float(scores.softmax(0).max(0).values.mean()), "the softmax runs along each row (dim=-1)",
+         "softmax over the wrong dimension")]
+    # another head's rows (counted from 1, or any other head): a head whose rows are all one-hot gives 1.0,
+    # which is also the whole table's maximum, so `nearest` names both rather than one by chance
+    candidates += [(_row_peaks(q[h] @ k[h].T), f"another head's rows (head {h}); the question is about head 3, "
+                    "counted from 0", "a different quantity") for h in range(q.shape[0]) if h != 3]
+    found = nearest(value, candidates, 0.005)
+    if found:
+        return wrong(*found)
+    if abs(value / 100 - truth) <= 0.005:
         return wrong("give a weight between 0 and 1, not a percentage", kind="off by a factor of 100")
     return wrong("each row's largest weight after the softmax, averaged over the rows", kind=ratio_kind(value, truth)
                  or "off")
@@ -131,7 +140,8 @@ _PAIR = ("The river bank was muddy.", "We sat on the grass.")
                  "comes after.",
                  "len(tokenizer(a, b)) - 1, the final [SEP] (as GPT classifies from its last token)"])
 def _(answer):
-    if (bad := not_a(answer, int)):
+    answer, bad = whole_or_wrong(answer)
+    if bad:
         return bad
     _, tokenizer = loaded("minilm")
     enc = tokenizer(*_PAIR)

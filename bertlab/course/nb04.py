@@ -11,6 +11,7 @@ import inspect
 import torch
 
 from ..pretraining.masking import REPLACE_BERT, mask_tokens
+from .answers import rounded_message, to_decimals, whole_or_wrong
 from .registry import as_number, exercise, loaded, not_a, right, wrong
 
 
@@ -22,8 +23,8 @@ def _recipe() -> tuple[float, float, float, float]:
 
 @exercise("04.1", "What share of all the tokens that may be chosen ends up as [MASK]?", difficulty=1,
           importance=3, minutes=5,
-          expects="a float between 0 and 1: over a large corpus, the share of the non-special tokens that the "
-                  "model sees as [MASK]",
+          expects="a float between 0 and 1, to two decimals: over a large corpus, the share of the non-special "
+                  "tokens that the model sees as [MASK]",
           hints=["Two steps: first a token must be chosen, then a chosen token must become [MASK].",
                  "The two shares multiply: 15 % chosen, and 80 % of those replaced by [MASK].",
                  "In the corpus cell: int(to_mask.sum()) / int(candidates.sum())"])
@@ -33,7 +34,10 @@ def _(answer):
         return not_a(answer, float, what="a number between 0 and 1")
     p, to_mask, to_random, keep = _recipe()
     truth = p * to_mask
-    if abs(value - truth) <= 0.003:
+    said = to_decimals(value, truth, 2)
+    if said == "rounded":
+        return wrong(rounded_message(2), kind="rounded too far")
+    if said == "right":
         return right("the model sees [MASK] in about one token in eight; it must predict about one in seven")
     if abs(value / 100 - truth) <= 0.003:
         return wrong("give a share between 0 and 1, not a percentage", kind="off by a factor of 100")
@@ -59,7 +63,8 @@ def _(answer):
                  "min(max_predictions, round(0.15 × 198)); or build a (1, 200) tensor of word ids between [CLS] "
                  "and [SEP] and count (labels != -100)"])
 def _(answer):
-    if (bad := not_a(answer, int)):
+    answer, bad = whole_or_wrong(answer)
+    if bad:
         return bad
     _, tokenizer = loaded("bertlab-tiny")
     word = tokenizer.token_to_id("the")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from .answers import nearest, rounded_message, runs_a_model, to_decimals, whole_or_wrong
 from .registry import as_number, exercise, loaded, not_a, ratio_kind, right, run_learner, wrong
 
 # documents the check builds sentence-order pairs from: its own, so a builder fitted to the notebook's cannot pass by luck
@@ -79,7 +80,7 @@ def _(answer):
 
 
 @exercise("05.2", "The NotNext share of Google's held-out pairs at 64 tokens", difficulty=1, importance=2,
-          minutes=5, expects="a float between 0 and 1: the share of NotNext pairs",
+          minutes=5, expects="a float between 0 and 1, to three decimals: the share of NotNext pairs",
           hints=["The notebook's `label_split` counts the labels of `make_pairs` output; here use the held-out "
                  "documents, max_len=64 and Google's recipe (no balance).",
                  "made = bertlab.make_pairs(heldout, tokenizer, max_len=64, generator=torch.Generator().manual_seed(0))",
@@ -97,18 +98,20 @@ def _(answer):
         return sum(e.next_sentence_label for e in made) / len(made)
 
     truth = share(heldout, 64)
-    if abs(x - truth) < 0.0015:
+    said = to_decimals(x, truth, 3)
+    if said == "rounded":
+        return wrong(rounded_message(3), kind="rounded too far")
+    if said == "right":
         return right("more NotNext than IsNext, as on the 128-token pairs: a chunk with one sentence can only be "
                      "NotNext, and NotNext pairs leave text for more pairs. Always answering NotNext scores this")
-    if abs(x - 100 * truth) < 0.15:
+    if to_decimals(x, 100 * truth, 1):
         return wrong("give a share between 0 and 1, not a percentage", kind="percent, not a share")
-    if abs(x - (1 - truth)) < 0.0015:
-        return wrong("that is the IsNext share: label 0 is IsNext, label 1 NotNext", kind="the other label")
-    if abs(x - 0.5) < 0.0015:
-        return wrong("that is what balance=True gives; the question is about Google's recipe", kind="balanced pairs")
-    if abs(x - share(heldout, 128)) < 0.0015:
-        return wrong("that is at max_len=128, the notebook's length; the question asks for 64 tokens",
-                     kind="the wrong length")
+    found = nearest(x, [(1 - truth, "that is the IsNext share: label 0 is IsNext, label 1 NotNext", "the other label"),
+                        (0.5, "that is what balance=True gives; the question is about Google's recipe", "balanced pairs"),
+                        (share(heldout, 128), "that is at max_len=128, the notebook's length; the question asks for "
+                         "64 tokens", "the wrong length")], 0.0005)
+    if found:
+        return wrong(*found)
     if x > 1:
         return wrong("a share is between 0 and 1", kind="not a share")
     return wrong("count label 1 over all the pairs that make_pairs builds from the held-out documents at 64 tokens, "
@@ -144,9 +147,14 @@ def _(answer):
     pairs = _order_free_pairs()
     said = []
     for a, b, _label in pairs:
-        out, bad = run_learner(answer, a, b)
+        result, bad = run_learner(runs_a_model, answer, a, b)
         if bad:
             return bad
+        out, ran = result
+        if ran:
+            return wrong("your rule runs a model (a torch module's forward ran while it judged a pair): this "
+                         "exercise asks how far a rule with no model gets, so compare the two texts yourself",
+                         kind="a model, not a rule")
         if not isinstance(out, (bool, int)) and not hasattr(out, "item"):
             return wrong(f"return True (IsNext) or False (NotNext), got {type(out).__name__}", kind="wrong type")
         said.append(bool(out))
@@ -171,7 +179,8 @@ def _(answer):
                  "The pooled output has one vector per pair: its shape is (batch, hidden).",
                  "8 × model.config.hidden_size"])
 def _(answer):
-    if (bad := not_a(answer, int, what="an int (a count of numbers)")):
+    answer, bad = whole_or_wrong(answer, "an int (a count of numbers)")
+    if bad:
         return bad
     model, _ = loaded("bertlab-mini")
     H = model.config.hidden_size

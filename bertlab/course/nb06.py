@@ -10,13 +10,15 @@ import math
 
 import torch
 
+from .answers import rounded_message, to_decimals
 from .registry import as_number, exercise, not_a, ratio_kind, right, run_learner, wrong
 
 _STEPS, _PEAK = 150, 1e-3                    # the notebook's run: 150 steps, peak 1e-3, warm-up 10 % of the steps
 
 
 @exercise("06.1", "The learning rate at the halfway stop", difficulty=1, importance=2, minutes=5,
-          expects="a float: the learning rate of step 75 of the notebook's 150-step run",
+          expects="a float, to three significant figures (e.g. 1.23e-4): the learning rate of step 75 of the "
+                  "notebook's 150-step run",
           hints=["The schedule warms up linearly over the first 10 % of the steps, then decays linearly to 0 at "
                  "the last step.",
                  "At step 75 the warm-up (15 steps) is over; the decay runs from the peak at step 15 to 0 at step "
@@ -29,9 +31,12 @@ def _(answer):
     from ..pretraining.schedule import lr_at
     warmup = _STEPS // 10
     candidates = [lr_at(s, _STEPS, warmup, _PEAK) for s in (74, 75)]      # step 75 counted from 1 or from 0
-    if any(abs(x - c) <= 0.002 * c for c in candidates):
+    if any(abs(x - c) <= 0.005 * c for c in candidates):
         return right("past the peak and decaying: a stop and a resume land on the same line, so the resumed run "
                      "continues the schedule exactly")
+    if any(abs(x - float(f"{c:.1e}")) < 1e-12 or abs(x - float(f"{c:.0e}")) < 1e-12 for c in candidates):
+        return wrong("that is the right number rounded further than asked: give three significant figures",
+                     kind="rounded too far")
     if abs(x - _PEAK) < 1e-9:
         return wrong("that is the peak; after the warm-up the learning rate decays", kind="the peak")
     if abs(x - _PEAK * (_STEPS - 75) / _STEPS) < 1e-7:
@@ -79,7 +84,7 @@ def _(answer):
 
 
 @exercise("06.3", "The loss of a uniform guess over BERT-base's vocabulary", difficulty=1, importance=2, minutes=5,
-          expects="a float: the masked-LM cross-entropy, in nats, of a model that gives every WordPiece of BERT-base "
+          expects="a float, to two decimals: the masked-LM cross-entropy, in nats, of a model that gives every WordPiece of BERT-base "
                   "the same probability",
           hints=["Every one of the V pieces gets probability 1 / V, the right one included.",
                  "The cross-entropy is −log of the probability given to the right token, with the natural log.",
@@ -91,7 +96,10 @@ def _(answer):
     from ..config import BertConfig
     V = BertConfig.preset("base").vocab_size
     truth = math.log(V)
-    if abs(x - truth) < 0.005:
+    said = to_decimals(x, truth, 2)
+    if said == "rounded":
+        return wrong(rounded_message(2), kind="rounded too far")
+    if said == "right":
         return right("the MLM loss of every run with that vocabulary starts near here: a full softmax over the "
                      "vocabulary makes the number comparable from run to run")
     if abs(x - math.log2(V)) < 0.005:

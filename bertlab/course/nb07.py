@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from .answers import nearest, rounded_message, to_decimals, whole_or_wrong
 from .registry import as_number, exercise, loaded, not_a, right, run_learner, wrong
 
 # the notebook's six sentences: the exercises are about its measurement
@@ -34,36 +35,48 @@ def _gaps():
 
 
 def _layer(answer, n_layers):
-    if (bad := not_a(answer, int, what="an int: a row of the notebook's table, 0 (embeddings) to 6")):
-        return bad
+    """(the row as an int, None) or (None, what is wrong with it)."""
+    answer, bad = whole_or_wrong(answer, "an int: a row of the notebook's table, 0 (embeddings) to 6")
+    if bad:
+        return None, bad
     if not 0 <= answer < n_layers:
-        return wrong(f"the table's rows are 0 (the embeddings) to {n_layers - 1}", kind="no such layer")
-    return None
+        return None, wrong(f"the table's rows are 0 (the embeddings) to {n_layers - 1}", kind="no such layer")
+    return answer, None
 
 
-@exercise("07.1", "At which layer are the two senses of 'bank' furthest apart?", difficulty=1, importance=3,
-          minutes=5, expects="an int: the row of the same-vs-different table (0 = embeddings … 6) with the largest gap",
+_ENOUGH = 0.10          # 07.1's threshold: the rows on either side of the answer are ≥ 0.02 from it
+
+
+@exercise("07.1", "From which layer on are the two senses of 'bank' clearly apart?", difficulty=1, importance=3,
+          minutes=5, expects="an int: the first row of the same-vs-different table (0 = embeddings … 6) where the "
+                             "different-sense distance minus the same-sense distance is above 0.10",
           hints=["A large 'different sense' number alone is not enough: the last layer spreads every vector out.",
-                 "For each row, subtract the same-sense distance from the different-sense distance.",
-                 "int((different - same).argmax()) with the notebook's same_vs_different(distances, SENSES)"])
+                 "For each row, subtract the same-sense distance from the different-sense distance (a difference, "
+                 "not a ratio), and go down the rows.",
+                 "int(((different - same) > 0.10).nonzero()[0]) with the notebook's same_vs_different(distances, SENSES)"])
 def _(answer):
     same, different = _gaps()
-    if (bad := _layer(answer, len(same))):
+    answer, bad = _layer(answer, len(same))
+    if bad:
         return bad
-    gap = different - same
-    truth = int(gap.argmax())
+    gap = different - same                                   # (L + 1,)
+    truth = int((gap > _ENOUGH).nonzero()[0])
     if answer == truth:
-        return right("a middle layer: context has sorted the senses there, and the last layer, trained for "
-                     "sentence similarity, spreads every vector out again")
+        return right("context sorts the senses within the first layers; after that the gap stays about the same "
+                     "(read the table: it moves by a few hundredths, while both distances grow at the last layer)")
+    if answer == int(gap.argmax()):
+        return wrong("that row has the largest gap, but an earlier one already passes 0.10: the question asks for "
+                     "the first", kind="the largest gap, not the first")
     if answer == int(different.argmax()):
         return wrong("that row has the largest different-sense distance, but its same-sense distance is large too: "
-                     "the question is about the gap between them", kind="the largest distance, not the gap")
-    if answer == int((different / same)[1:].argmax()) + 1:
-        return wrong("that is the largest ratio; the question asks for the largest difference", kind="ratio, not gap")
+                     "the question is about the difference between them", kind="the largest distance, not the gap")
     if answer == 0:
         return wrong("row 0 is the embeddings, before any context: the senses cannot be apart there",
                      kind="no context yet")
-    return wrong("compute different − same for every row and take the row where it is largest", kind="off")
+    if answer < truth:
+        return wrong("the difference at that row is not above 0.10 yet", kind="too early")
+    return wrong("an earlier row already passes 0.10: compute different − same for every row, from the top",
+                 kind="not the first")
 
 
 @exercise("07.2", "Mean pooling that ignores padding", difficulty=2, importance=3, minutes=15,
@@ -112,7 +125,7 @@ def _(answer):
 
 @exercise("07.3", "How far is the unclear 'bank' from the money sentences at the last layer?", difficulty=2,
           importance=2, minutes=10,
-          expects="a float: the mean cosine distance, at the last layer, from 'bank' in 'We met at the bank.' to "
+          expects="a float, to two decimals: the mean cosine distance, at the last layer, from 'bank' in 'We met at the bank.' to "
                   "'bank' in the three money sentences",
           hints=["Add the sentence as a seventh to the notebook's six and compute word_vectors(..., layer='all') "
                  "and cosine_distances again.",
@@ -125,16 +138,19 @@ def _(answer):
     from ..probe import cosine_distances, word_vectors
     model, tokenizer = loaded("minilm")
     d = cosine_distances(word_vectors(model, tokenizer, _BANK + [_UNCLEAR], "bank", layer="all"))   # (L+1, 7, 7)
-    money, river = d[-1, 6, 3:6].mean(), d[-1, 6, 0:3].mean()
-    if abs(x - money) < 5e-4:
+    money, river = float(d[-1, 6, 3:6].mean()), float(d[-1, 6, 0:3].mean())
+    said = to_decimals(x, money, 2)
+    if said == "rounded":
+        return wrong(rounded_message(2), kind="rounded too far")
+    if said == "right":
         closer = "money" if money < river else "river"
         return right(f"now compare it with the river sentences: the unclear bank sits closer to the {closer} group")
-    if abs(x - river) < 5e-4:
-        return wrong("that is the distance to the river sentences (columns 0 to 2)", kind="the other group")
-    if abs(x - (1 - money)) < 5e-4:
-        return wrong("that is the cosine similarity; the distance is 1 − similarity", kind="similarity, not distance")
-    for layer in range(d.shape[0] - 1):
-        if abs(x - d[layer, 6, 3:6].mean()) < 5e-4:
-            return wrong("that is an earlier layer; the question asks for the last one", kind="the wrong layer")
+    found = nearest(x, [(river, "that is the distance to the river sentences (columns 0 to 2)", "the other group"),
+                        (1 - money, "that is the cosine similarity; the distance is 1 − similarity",
+                         "similarity, not distance")]
+                    + [(float(d[layer, 6, 3:6].mean()), "that is an earlier layer; the question asks for the last one",
+                        "the wrong layer") for layer in range(d.shape[0] - 1)], 0.005)
+    if found:
+        return wrong(*found)
     return wrong("take row 6 (the new sentence), columns 3 to 5 (the money sentences), at the last layer, and "
                  "average", kind="off")

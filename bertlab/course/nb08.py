@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from .answers import whole_or_wrong
 from .registry import as_number, exercise, loaded, not_a, right, run_learner, wrong
 
 _N_TOPICS = 4          # the topic task's four corpus files (the notebook's TOPICS)
@@ -25,7 +26,8 @@ _N_TOPICS = 4          # the topic task's four corpus files (the notebook's TOPI
                  "Dropout has no parameters; a linear layer from H inputs to C outputs has a weight matrix and a bias.",
                  "sum(p.numel() for p in clf.classifier.parameters())"])
 def _(answer):
-    if (bad := not_a(answer, int, what="an int (a parameter count)")):
+    answer, bad = whole_or_wrong(answer, "an int (a parameter count)")
+    if bad:
         return bad
     from ..model.heads import BertForSequenceClassification
     model, _ = loaded("bertlab-mini")
@@ -60,7 +62,8 @@ def _qa_scored(split):
 
 
 @exercise("08.2", "Exact match with a stricter threshold", difficulty=1, importance=2, minutes=5,
-          expects="a float between 0 and 1: exact match on the 200 stored test questions with τ = 1.0",
+          expects="a float between 0 and 1, to three decimals: exact match on the 200 stored test questions "
+                  "with τ = 1.0",
           hints=["The notebook's last QA cell prints exact match for four values of τ; add one.",
                  "A larger τ answers only when the best span beats [CLS] by more than 1: fewer answers.",
                  "qa_exact_match(scored(qa_run['test']), 1.0)"])

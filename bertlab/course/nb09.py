@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from .answers import library_call
 from .registry import exercise, not_a, right, run_learner, wrong
 
 
@@ -38,6 +39,9 @@ def _(answer):
         return wrong(f"this exercise takes your function itself (next_token_labels, without brackets), got "
                      f"{type(answer).__name__}", kind="wrong type")
     from ..experiments.ablations import next_token_labels
+    if (name := library_call(answer, next_token_labels)):
+        return wrong(f"your function is, or calls, bertlab's own {name}: the exercise is to write it yourself "
+                     "(the check compares with that one)", kind="the library's function")
     ids, mask = _batch()
     out, bad = run_learner(answer, ids.clone(), mask.clone())
     if bad:
@@ -93,6 +97,9 @@ def _(answer):
         return wrong(f"this exercise takes your function itself (clear, without brackets), got "
                      f"{type(answer).__name__}", kind="wrong type")
     from ..experiments import clear_of_noise
+    if (name := library_call(answer, clear_of_noise)):
+        return wrong(f"your function is, or calls, bertlab's own {name}: the exercise is to write the rule "
+                     "yourself (the check compares with that one)", kind="the library's function")
     said = []
     for a, b in _cells():
         out, bad = run_learner(answer, dict(a), dict(b))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from .answers import pair, rounded_message, to_decimals
 from .registry import as_number, exercise, head_pair, loaded, not_a, right, run_learner, wrong
 
 _TEXT = "She deposited her money in the [MASK] on Monday."         # the notebook's sentence
@@ -88,7 +89,8 @@ def _(answer):
 
 @exercise("10.2", "Two heads off at once: is the damage the sum of the two?", difficulty=2, importance=3,
           minutes=10,
-          expects="a float: the rise in the loss of 'bank' (nats) with heads (5, 10) and (5, 7) switched off together",
+          expects="a float, to two decimals: the rise in the loss of 'bank' (nats) with heads (5, 10) and (5, 7) "
+                  "switched off together",
           hints=["bertlab.ablate takes a list of heads: both go in one with-block.",
                  "Compute the cross-entropy of 'bank' at the [MASK] with both heads off, and subtract the loss "
                  "with every head on (importance.baseline).",
@@ -102,7 +104,10 @@ def _(answer):
     base = _bank_loss(model, tokenizer, _TEXT, [])
     both = _bank_loss(model, tokenizer, _TEXT, [(5, 10), (5, 7)]) - base
     singles = (_bank_loss(model, tokenizer, _TEXT, [(5, 10)]) - base) + (_bank_loss(model, tokenizer, _TEXT, [(5, 7)]) - base)
-    if abs(x - both) < 0.005:
+    said = to_decimals(x, both, 2)
+    if said == "rounded":
+        return wrong(rounded_message(2), kind="rounded too far")
+    if said == "right":
         more = "more" if both > singles else "less"
         return right(f"{more} than the two single rises added up: heads of one layer are not independent parts, "
                      "so one-head-at-a-time importance does not add")
@@ -128,7 +133,7 @@ def _(answer):
 def _(answer):
     from ..probe import head_importance
     model, tokenizer = loaded("bertlab-mini")
-    head, bad = head_pair(answer, model)
+    head, bad = head_pair(pair(answer), model)
     if bad:
         return bad
     s = head_importance(model, tokenizer, _SAVINGS, targets=["bank"]).scores

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from .answers import library_call, pair
 from .registry import exercise, loaded, right, run_learner, wrong
 
 # the check's own sentences for 11.2: several words split into pieces
@@ -24,13 +25,16 @@ def _cls_shares():
     return head_types(model, tokenizer, sentences).share
 
 
-@exercise("11.1", "MiniLM's head that gives [CLS] the largest share", difficulty=1, importance=2, minutes=5,
-          expects="a (layer, head) pair of MiniLM, counted from 0",
+@exercise("11.1", "One of MiniLM's two heads that give [CLS] the largest share", difficulty=1, importance=2,
+          minutes=5, expects="a (layer, head) pair of MiniLM, counted from 0: either of the two heads with the "
+                             "largest share on [CLS]",
           hints=["The notebook's `ht` holds each head's average share of attention on [CLS]: ht.share['[CLS]'], "
                  "shape (layers, heads).",
-                 "Take the largest entry of that (6, 12) tensor and turn its flat index into (layer, head).",
+                 "Take the largest entries of that (6, 12) tensor and turn a flat index into (layer, head); the top "
+                 "two are within a few thousandths of each other, so either counts.",
                  "s = ht.share['[CLS]']; divmod(int(s.argmax()), s.shape[1])"])
 def _(answer):
+    answer = pair(answer)
     if not (isinstance(answer, (tuple, list)) and len(answer) == 2
             and all(isinstance(x, int) and not isinstance(x, bool) for x in answer)):
         return wrong(f"this exercise takes a (layer, head) pair of ints, e.g. (3, 7); got {answer!r:.40}",
@@ -41,18 +45,20 @@ def _(answer):
     layer, head = answer
     if not (0 <= layer < L and 0 <= head < A):
         return wrong(f"MiniLM has layers 0 to {L - 1} and heads 0 to {A - 1}, counted from 0", kind="no such head")
-    best = divmod(int(cls.argmax()), A)
-    if (layer, head) == best:
+    # the top two differ by about 0.002, far less than the sentences' own noise; the third is 0.02 below them,
+    # so the question asks for either of the two and the margin to a wrong answer is ≥ 0.01
+    ranked = [divmod(int(i), A) for i in cls.flatten().argsort(descending=True)]
+    if (layer, head) in ranked[:2]:
         return right(f"it gives [CLS] {float(cls[layer, head]):.2f} of its attention on average: a head with "
                      "little to do, parked where it mixes in no word")
     if (layer, head) == divmod(int(sep.argmax()), A):
         return wrong("that is the head with the largest [SEP] share", kind="[SEP], not [CLS]")
-    if (layer - 1, head - 1) == best:
+    if (layer - 1, head - 1) in ranked[:2]:
         return wrong("layers and heads count from 0", kind="counted from 1")
     if float(cls[layer, head]) >= 0.5:
-        return wrong("that head does park on [CLS] (over half its attention), but another one parks more",
-                     kind="a [CLS] head, not the top one")
-    return wrong("look for the largest value of ht.share['[CLS]']", kind="off")
+        return wrong("that head does park on [CLS] (over half its attention), but two others park more",
+                     kind="a [CLS] head, not the top two")
+    return wrong("look for the largest values of ht.share['[CLS]']", kind="off")
 
 
 def _reference(weights: torch.Tensor, tokens: list[str]) -> torch.Tensor:
@@ -73,7 +79,10 @@ def _(answer):
     if not callable(answer):
         return wrong(f"this exercise takes your function itself (merge, without brackets), got "
                      f"{type(answer).__name__}", kind="wrong type")
-    from ..probe.attention_maps import word_groups
+    from ..probe.attention_maps import attention_map, merge_word_pieces, word_groups
+    if (name := library_call(answer, merge_word_pieces, attention_map)):
+        return wrong(f"your function is, or calls, bertlab's own {name}: the exercise is to write the merge "
+                     "yourself (the check compares with that one)", kind="the library's function")
     model, tokenizer = loaded("minilm")
     for text in _SPLIT:
         enc = tokenizer(text)

@@ -1,13 +1,15 @@
 """Notebook 12 (cause and effect): its checkable exercises.
 
 12.1 and 12.2 run `patch` on the agreement pair at check time and compare with the learner's reading;
-12.3 runs the learner's sentence through the NSP head and judges it by what it does. No answer is stored.
+12.3 runs the learner's sentence (the notebook's off-topic team sentence with at most two words added, so it
+cannot be a real continuation) through the NSP head and judges it by what it does. No answer is stored.
 """
 
 from __future__ import annotations
 
 import re
 
+from .answers import pair, whole_or_wrong
 from .registry import exercise, head_pair, loaded, normalise, not_a, right, wrong
 
 _DOG, _DOGS = "The dog [MASK] sleeping on the sofa.", "The dogs [MASK] sleeping on the sofa."
@@ -37,7 +39,8 @@ def _first_layer_over_half(clean: str, corrupt: str) -> int | None:
                  "embeddings.",
                  "The first r with p.effect[r, m] > 0.5; the answer is the number in p.rows[r]."])
 def _(answer):
-    if (bad := not_a(answer, int, what="an int: a layer number, 0 to 5")):
+    answer, bad = whole_or_wrong(answer, "an int: a layer number, 0 to 5")
+    if bad:
         return bad
     truth = _first_layer_over_half(_DOG, _DOGS)
     if answer == truth:
@@ -68,7 +71,7 @@ def _top_heads(clean: str, corrupt: str, k: int = 3) -> list[tuple[int, int]]:
                  "Turn the two labels of h.top(1)[0] into ints, as the notebook does for the pronoun head."])
 def _(answer):
     model, _ = loaded("bertlab-mini")
-    head, bad = head_pair(answer, model)
+    head, bad = head_pair(pair(answer), model)
     if bad:
         return bad
     top = _top_heads(_DOG, _DOGS)
@@ -90,30 +93,48 @@ def _content_words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 4}
 
 
-@exercise("12.3", "Fool the NSP head: a second sentence that does not follow, judged IsNext", difficulty=2,
+_STORY = ("team", "lost", "final")                     # the notebook's off-topic B: "The team lost the final match."
+
+
+@exercise("12.3", "Fool the NSP head: a sentence about a team's lost final, judged IsNext", difficulty=2,
           importance=2, minutes=10,
-          expects="a str: a sentence B of your own, sharing no word of four letters or more with "
-                  "'She put the kettle on the stove.', with P(IsNext) above 0.9",
+          expects="a str: a sentence B that keeps the words team, lost and final (B is about a team losing a final, "
+                  "so it cannot continue 'She put the kettle on the stove.'), adds at most two words of your own "
+                  "(not 'boil' or a form of it, the notebook's), shares no word of four letters or more with A, and gets "
+                  "P(IsNext) above 0.9",
           hints=["The patching map of the kettle pair showed which single word of B carried the judgement.",
-                 "A sentence about something else can pass if it holds a word that belongs to the kettle's scene.",
-                 "Write a short sentence about anything, with one word from the scene of boiling water, and test it "
-                 "with bertlab.next_sentence."])
+                 "The sentence stays about a football final; one or two words from the scene of a kettle on a stove "
+                 "(not a word of A's, and not 'boil') can still make the head say IsNext.",
+                 "Start from 'The team lost the final.' and put in one or two words from the scene of boiling water "
+                 "(an adjective before 'final', a noun after it); test each with bertlab.next_sentence."])
 def _(answer):
+    # why B must keep the team's story: a check cannot judge whether a free sentence continues A (the notebook's
+    # own real continuation, "Soon the water began to boil.", passes any word rule), but a sentence about a team
+    # losing a final does not continue a kettle put on a stove, whatever words are added to it
     if (bad := not_a(answer, str, what="a str: your sentence B")):
         return bad
-    if len(answer.split()) < 3:
-        return wrong("write a sentence of three words or more", kind="too short")
     if normalise(answer) == normalise(_NOTEBOOKS_OWN):
         return wrong("that is the notebook's own sentence: write one of yours", kind="the notebook's sentence")
+    words = re.findall(r"[a-z]+", answer.lower())
+    missing = [w for w in _STORY if w not in words]
+    if missing:
+        return wrong(f"B must stay about the team that lost the final (keep the words {', '.join(_STORY)}; "
+                     f"missing: {', '.join(missing)}), so that it cannot be a real continuation of A",
+                     kind="not the team's story")
+    added = len(words) - len("the team lost the final".split())
+    if added > 2:
+        return wrong(f"add at most two words to 'The team lost the final.'; yours adds {added}", kind="too many words")
+    if any(w.startswith("boil") for w in words):
+        return wrong("'boil' is the notebook's word: find another one", kind="the notebook's word")
     shared = _content_words(answer) & _content_words(_KETTLE)
     if shared:
-        return wrong(f"B shares {', '.join(sorted(shared))} with A: the point is a B that does not follow, so no "
-                     "word of A's may be repeated", kind="shares a word with A")
+        return wrong(f"B shares {', '.join(sorted(shared))} with A: no word of A's may be repeated, the point is "
+                     "a word of the scene, not a copied word", kind="shares a word with A")
     from ..probe import next_sentence
     model, tokenizer = loaded("bertlab-mini")
     p = next_sentence(model, tokenizer, _KETTLE, answer)
     if p > 0.9:
-        return right(f"P(IsNext) = {p:.3f} for a sentence that does not continue A: the head rewards a word of the "
-                     "right scene, not coherence")
+        return right(f"P(IsNext) = {p:.3f} for a sentence about a football final: the head rewards a word of the "
+                     "kettle's scene, not coherence")
     return wrong(f"P(IsNext) = {p:.3f}: not yet above 0.9; put in a word from the scene of a kettle on a stove",
                  kind="not fooled")
