@@ -52,7 +52,8 @@ class LensToken:
 
 @dataclass
 class ModelDiff:
-    """See the module docstring. `n_texts` texts, `n_tokens` real tokens compared; `names` of the two models."""
+    """What changed from model a to model b: attention moved per head, residual change per layer, and the lens
+    (see the module docstring), measured on `n_texts` texts, `n_tokens` real tokens; `names` of the two models."""
     attention: torch.Tensor              # (layers, heads)
     residual: torch.Tensor               # (layers + 1,)
     lens: list[LensToken] | None

@@ -226,10 +226,10 @@ def train_sae(model, tokenizer, texts=None, *, layer: int, width: int, k: int, s
             with torch.no_grad():
                 sae.W_dec.div_(sae.W_dec.norm(dim=0, keepdim=True).clamp_min(1e-8))
             if callback is not None:
-                callback(step, float(loss))
+                callback(step, float(loss.detach()))
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix(fvu=f"{float(loss):.3f}")
+                bar.set_postfix(fvu=f"{float(loss.detach()):.3f}")
     if bar is not None:
         bar.close()
     with torch.no_grad():

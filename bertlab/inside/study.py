@@ -23,14 +23,13 @@ from pathlib import Path
 import torch
 
 from ..checkpoint import ASSETS
-from ..pretraining.data import read_documents
 from .diff import diff
 from .features import Features, token_purity
 from .probing import compare_probes
 from .residual import demo_sentences
 from .sae import sae_report, train_sae
+from .shipped import heldout_sentences
 
-HELDOUT = ASSETS / "corpus" / "heldout"
 SAE = dict(part="sae", layer=3, width=3072, k=32, steps=600, batch_size=1024, report_texts=400)
 VARIANTS = {
     "sae: bertlab-mini": {**SAE, "init": "trained", "save": "build/inside/sae-mini-l3.safetensors"},
@@ -43,12 +42,6 @@ VARIANTS = {
                                     batch_size=16, max_len=64, texts=300, save="build/inside/diff-pretrain.json"),
 }
 SHAPES = {"topic": "classify", "follows": "classify", "tagging": "tag", "qa": "qa", "choice": "choice"}
-
-
-def heldout_sentences(n: int | None = None) -> list[str]:
-    """The demo corpus's held-out English prose, sentence by sentence (none of it trained bertlab-mini)."""
-    sentences = [s for doc in read_documents(sorted(HELDOUT.glob("en_*.txt"))) for s in doc if s.strip()]
-    return sentences[:n] if n is not None else sentences
 
 
 def _mini():
