@@ -86,6 +86,22 @@ def masked_batches(model, tokenizer, texts: list[str], seed: int = 0, probabilit
         yield idx, batch, inputs, labels
 
 
+def _subsample(tokenizer, texts: list[str], max_tokens: int, seed: int) -> list[int]:
+    """Indices of the texts to read: all of them if their tokens fit in `max_tokens`, else a seeded random
+    choice of whole texts that fills it (not the shortest ones, which sorting by length would keep)."""
+    lengths = [len(tokenizer.tokenize(t)) + 2 for t in texts]
+    if sum(lengths) <= max_tokens:
+        return list(range(len(texts)))
+    order = torch.randperm(len(texts), generator=torch.Generator().manual_seed(seed)).tolist()
+    chosen, total = [], 0
+    for i in order:
+        if total >= max_tokens:
+            break
+        chosen.append(i)
+        total += lengths[i]
+    return sorted(chosen)
+
+
 def residual_stream(model, tokenizer, texts=None, *, layer: int, max_tokens: int = MAX_TOKENS, seed: int = 0,
                     probability: float = 0.15) -> Residual:
     """Every real token's residual-stream vector at `layer` over `texts` (the bundled corpus by default),
@@ -96,6 +112,7 @@ def residual_stream(model, tokenizer, texts=None, *, layer: int, max_tokens: int
         raise ValueError(f"max_tokens must be a positive int (rows of the residual stream to keep), got {max_tokens!r}")
     bert = base_model(model)
     name = hook_name(layer)
+    chosen = _subsample(tokenizer, texts, max_tokens, seed)
     rows, ids, sent, pos = [], [], [], []
     kept = 0
     grabbed: list[torch.Tensor] = []
@@ -105,7 +122,8 @@ def residual_stream(model, tokenizer, texts=None, *, layer: int, max_tokens: int
         raise _Stop
 
     with inference(model):
-        for idx, batch, inputs, _ in masked_batches(model, tokenizer, texts, seed, probability):
+        for sub, batch, inputs, _ in masked_batches(model, tokenizer, [texts[i] for i in chosen], seed, probability):
+            idx = [chosen[i] for i in sub]
             grabbed.clear()
             try:
                 with bert.hooks([(name, grab)]):

@@ -30,16 +30,16 @@ from .residual import demo_sentences
 from .sae import sae_report, train_sae
 from .shipped import heldout_sentences
 
-SAE = dict(part="sae", layer=3, width=3072, k=32, steps=600, batch_size=1024, report_texts=400)
+SAE = dict(part="sae", layer=3, width=3072, k=32, steps=400, batch_size=1024, max_tokens=80_000, report_texts=240)
 VARIANTS = {
     "sae: bertlab-mini": {**SAE, "init": "trained", "save": "build/inside/sae-mini-l3.safetensors"},
     "sae: random init": {**SAE, "init": "random", "save": "build/inside/sae-random-l3.safetensors"},
-    "diff: fine-tuned on topic": dict(part="finetune", task="topic", steps=80, lr=1e-4, batch_size=16,
-                                      texts=300, save="build/inside/diff-topic.json"),
-    "diff: fine-tuned on ?": dict(part="finetune", task="tagging", steps=80, lr=1e-4, batch_size=16,
-                                  texts=300, save="build/inside/diff-mystery.json"),
-    "diff: more pre-training": dict(part="pretrain", corpus="train/en_outdoors.txt", steps=120, lr=1e-4,
-                                    batch_size=16, max_len=64, texts=300, save="build/inside/diff-pretrain.json"),
+    "diff: fine-tuned on topic": dict(part="finetune", task="topic", steps=80, lr=2e-4, batch_size=16,
+                                      texts=240, save="build/inside/diff-topic.json"),
+    "diff: fine-tuned on ?": dict(part="finetune", task="tagging", steps=80, lr=2e-4, batch_size=16,
+                                  texts=240, save="build/inside/diff-mystery.json"),
+    "diff: more pre-training": dict(part="pretrain", corpus="train/en_outdoors.txt", steps=100, lr=2e-4,
+                                    batch_size=16, max_len=64, texts=240, save="build/inside/diff-pretrain.json"),
 }
 SHAPES = {"topic": "classify", "follows": "classify", "tagging": "tag", "qa": "qa", "choice": "choice"}
 
@@ -77,7 +77,7 @@ def _sae(s: dict, seed: int) -> dict:
     t0 = time.perf_counter()
     steps_done = []
     sae = train_sae(model, tok, demo_sentences(), layer=s["layer"], width=s["width"], k=s["k"], steps=s["steps"],
-                    seed=seed, batch_size=s["batch_size"], callback=lambda i, loss: steps_done.append((time.perf_counter(), loss)))
+                    seed=seed, batch_size=s["batch_size"], max_tokens=s["max_tokens"], callback=lambda i, loss: steps_done.append((time.perf_counter(), loss)))
     t_first = steps_done[0][0]
     train_s = steps_done[-1][0] - t_first
     collect_s = t_first - t0
