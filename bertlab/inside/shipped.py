@@ -2,6 +2,7 @@
 
     assets()["sae"]                 # the autoencoder on layer 3 of bertlab-mini (float16 file)
     load_card_rows()["sae: random init"]      # that row's numbers, as the card recorded them
+    load_card()["variants"]                   # every row's settings
 """
 
 from __future__ import annotations
@@ -24,10 +25,14 @@ def assets() -> dict[str, Path]:
     return {k: INSIDE / v for k, v in FILES.items()}
 
 
+def load_card() -> dict:
+    """The shipped experiment card: settings of every variant, each row's result, the machine."""
+    return json.loads((INSIDE / FILES["card"]).read_text(encoding="utf-8"))
+
+
 def load_card_rows() -> dict[str, dict]:
     """{variant: result} from the shipped card (one seed per variant)."""
-    card = json.loads((INSIDE / FILES["card"]).read_text(encoding="utf-8"))
-    return {row["variant"]: row["result"] for row in card["rows"]}
+    return {row["variant"]: row["result"] for row in load_card()["rows"]}
 
 
 def heldout_sentences(n: int | None = None) -> list[str]:

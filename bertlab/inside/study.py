@@ -30,16 +30,16 @@ from .residual import demo_sentences
 from .sae import sae_report, train_sae
 from .shipped import heldout_sentences
 
-SAE = dict(part="sae", layer=3, width=3072, k=32, steps=400, batch_size=1024, max_tokens=80_000, report_texts=240)
+SAE = dict(part="sae", layer=3, width=3072, k=32, steps=300, batch_size=512, max_tokens=40_000, report_texts=160)
 VARIANTS = {
     "sae: bertlab-mini": {**SAE, "init": "trained", "save": "build/inside/sae-mini-l3.safetensors"},
     "sae: random init": {**SAE, "init": "random", "save": "build/inside/sae-random-l3.safetensors"},
     "diff: fine-tuned on topic": dict(part="finetune", task="topic", steps=80, lr=2e-4, batch_size=16,
-                                      texts=240, save="build/inside/diff-topic.json"),
+                                      texts=160, save="build/inside/diff-topic.json"),
     "diff: fine-tuned on ?": dict(part="finetune", task="tagging", steps=80, lr=2e-4, batch_size=16,
-                                  texts=240, save="build/inside/diff-mystery.json"),
+                                  texts=160, save="build/inside/diff-mystery.json"),
     "diff: more pre-training": dict(part="pretrain", corpus="train/en_outdoors.txt", steps=100, lr=2e-4,
-                                    batch_size=16, max_len=64, texts=240, save="build/inside/diff-pretrain.json"),
+                                    batch_size=16, max_len=64, texts=160, save="build/inside/diff-pretrain.json"),
 }
 SHAPES = {"topic": "classify", "follows": "classify", "tagging": "tag", "qa": "qa", "choice": "choice"}
 
@@ -111,7 +111,7 @@ def _finetune(s: dict, seed: int) -> dict:
     data = load_task(s["task"])
     shape = SHAPES[s["task"]]
     result = finetune(copy.deepcopy(base), tok, data["train"], data["val"], task=shape, steps=s["steps"],
-                      lr=s["lr"], batch_size=s["batch_size"], seed=seed)
+                      lr=s["lr"], batch_size=s["batch_size"], seed=seed, device="cpu")
     scores = evaluate_task(result.model, tok, data["test"], task=shape)
     name = "fine-tuned: ?" if "mystery" in str(s.get("save", "")) else f"fine-tuned: {s['task']}"
     out = _diff_result(base, result.model, tok, s, name)
@@ -125,5 +125,5 @@ def _pretrain(s: dict, seed: int) -> dict:
         model, _ = pretrain([str(ASSETS / "corpus" / s["corpus"])], Path(tmp) / "run",
                             init=str(ASSETS / "bertlab-mini"), steps=s["steps"], batch_size=s["batch_size"],
                             lr=s["lr"], max_len=s["max_len"], seed=seed, save_every=s["steps"], progress=False,
-                            nsp_balance=True)
+                            nsp_balance=True, device="cpu")
     return _diff_result(base, model.cpu().eval(), tok, s, f"+{s['steps']} steps on {Path(s['corpus']).stem}")
