@@ -135,6 +135,8 @@ def test_reading_a_feature(tiny, sae):
     contexts = f.top_contexts(busiest, n=3)
     assert contexts and contexts[0].value >= contexts[-1].value > 0
     assert "[[" in contexts[0].marked and contexts[0].sentence in TEXTS
+    short = contexts[0].snippet(20)
+    assert "[[" in short and len(short) <= 22 and contexts[0].snippet(500) == contexts[0].marked
     tokens, values = trace(model, tok, sae, contexts[0].sentence, busiest)
     assert float(values[contexts[0].position]) == pytest.approx(contexts[0].value, abs=1e-5)
     words = promoted_words(model, tok, sae, busiest, k=4)

@@ -45,6 +45,15 @@ class Context:
             out += piece[2:] if piece.startswith("##") else ("" if not out else " ") + piece
         return out.replace("[[##", "[[")
 
+    def snippet(self, width: int = 70) -> str:
+        """`marked`, cut to about `width` characters around the marked token (… where text was left out)."""
+        text = self.marked
+        if len(text) <= width:
+            return text
+        at = text.index("[[")
+        start = max(0, min(at - width // 2, len(text) - width))
+        return ("…" if start > 0 else "") + text[start:start + width] + ("…" if start + width < len(text) else "")
+
 
 class Features:
     """Every feature's value on every real token of `texts` (unmasked), computed once and kept sparse."""

@@ -128,6 +128,7 @@ class SparseAutoencoder(nn.Module):
         tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
         save_file({k: v.detach().to(dtype).contiguous().cpu() for k, v in self.state_dict().items()}, str(tmp),
                   metadata=meta)
+        os.chmod(tmp, files.umask_mode())     # safetensors writes 0600; a colleague must read it as any file
         os.replace(tmp, path)
         return path
 

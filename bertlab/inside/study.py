@@ -30,16 +30,16 @@ from .residual import demo_sentences
 from .sae import sae_report, train_sae
 from .shipped import heldout_sentences
 
-SAE = dict(part="sae", layer=3, width=3072, k=32, steps=300, batch_size=512, max_tokens=40_000, report_texts=160)
+SAE = dict(part="sae", layer=3, width=3072, k=32, steps=200, batch_size=512, max_tokens=30_000, report_texts=120)
 VARIANTS = {
     "sae: bertlab-mini": {**SAE, "init": "trained", "save": "build/inside/sae-mini-l3.safetensors"},
     "sae: random init": {**SAE, "init": "random", "save": "build/inside/sae-random-l3.safetensors"},
-    "diff: fine-tuned on topic": dict(part="finetune", task="topic", steps=80, lr=2e-4, batch_size=16,
-                                      texts=160, save="build/inside/diff-topic.json"),
-    "diff: fine-tuned on ?": dict(part="finetune", task="tagging", steps=80, lr=2e-4, batch_size=16,
-                                  texts=160, save="build/inside/diff-mystery.json"),
-    "diff: more pre-training": dict(part="pretrain", corpus="train/en_outdoors.txt", steps=100, lr=2e-4,
-                                    batch_size=16, max_len=64, texts=160, save="build/inside/diff-pretrain.json"),
+    "diff: fine-tuned on topic": dict(part="finetune", task="topic", steps=60, lr=2e-4, batch_size=16,
+                                      texts=120, save="build/inside/diff-topic.json"),
+    "diff: fine-tuned on ?": dict(part="finetune", task="tagging", steps=60, lr=2e-4, batch_size=16,
+                                  texts=120, save="build/inside/diff-mystery.json"),
+    "diff: more pre-training": dict(part="pretrain", corpus="train/en_outdoors.txt", steps=60, lr=2e-4,
+                                    batch_size=16, max_len=64, texts=120, save="build/inside/diff-pretrain.json"),
 }
 SHAPES = {"topic": "classify", "follows": "classify", "tagging": "tag", "qa": "qa", "choice": "choice"}
 
