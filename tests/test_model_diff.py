@@ -30,7 +30,7 @@ def test_a_model_against_itself_differs_nowhere(tiny):
     d = bertlab.diff(model, copy.deepcopy(model), tok, TEXTS)
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
     assert d.attention.shape == (L, H) and d.residual.shape == (L + 1,)
-    assert d.attention.abs().max() == 0 and d.residual.abs().max() == 0
+    assert d.attention.abs().max() == 0 and d.residual.abs().max() == 0 and d.residual_cls.abs().max() == 0
     assert len(d.lens) == 30 and all(t.score == pytest.approx(0.0, abs=1e-6) for t in d.lens)
     assert d.n_texts == len(TEXTS) and d.n_tokens == sum(len(tok(t).input_ids) for t in TEXTS)
     assert no_hooks_anywhere(model)
@@ -46,6 +46,7 @@ def test_a_change_in_one_layer_shows_from_that_layer_on(tiny):
     assert model.training                                                          # its mode came back
     model.eval()
     assert d.residual[:2].abs().max() == 0                 # embeddings and layer 0's output: untouched
+    assert d.residual_cls[:2].abs().max() == 0 and d.residual_cls[2] > 0
     assert d.residual[2] > 0 and d.attention[0].abs().max() == 0 and (d.attention[1] > 0).all()
     assert (d.attention <= 1 + 1e-6).all()
     top = d.top_heads(2)
@@ -85,6 +86,7 @@ def test_save_and_load_round_trip(tiny, tmp_path):
     back = ModelDiff.load(d.save(tmp_path / "d.json"))
     assert torch.allclose(back.attention, d.attention, atol=1e-6) and torch.allclose(back.residual, d.residual, atol=1e-6)
     assert back.lens_tokens(30) == d.lens_tokens(30) and back.names == ("base", "changed")
+    assert torch.allclose(back.residual_cls, d.residual_cls, atol=1e-6)
     assert "base → changed" in str(back)
 
 

@@ -3,11 +3,14 @@
     d = diff(model_a, model_b, tokenizer, texts)     # a = the base (before), b = after fine-tuning / more training
     d.attention          # (layers, heads): share of attention that moved, 0 … 1
     d.residual           # (layers + 1,): relative change of the residual stream, row 0 the embedding output
+    d.residual_cls       # (layers + 1,): the same at [CLS] alone, which a sentence classifier reads
     d.lens[:10]          # the tokens the mean difference promotes, read through a's MLM head, best first
 
 Attention: for each head and each query token, half the L1 distance between the two rows (the total variation
 distance: the share of the row's weight that went elsewhere), averaged over the real tokens of every text.
-Residual: at each layer, the mean over tokens of ‖h_b − h_a‖ divided by the mean ‖h_a‖.
+Residual: at each layer, the mean over tokens of ‖h_b − h_a‖ divided by the mean ‖h_a‖; `residual_cls` the same
+at the [CLS] position alone. Where the change sits says something about the task: a sentence classifier's loss
+reads only [CLS] (through the pooler), a tagger's reads every other token.
 
 The lens is the activation-difference lens of Minder et al. (ICLR 2026), made for an encoder. They average
 h_tuned − h_base over text unrelated to the fine-tuning and read the mean through the unembedding: the tokens
@@ -60,6 +63,7 @@ class ModelDiff:
     n_texts: int
     n_tokens: int
     names: tuple[str, str] = ("a", "b")
+    residual_cls: torch.Tensor | None = None   # (layers + 1,), or None in a file written without it
 
     def top_heads(self, n: int = 5) -> list[tuple[int, int, float]]:
         """The `n` heads whose attention moved most: (layer, head, share moved), largest first."""
@@ -77,6 +81,7 @@ class ModelDiff:
         return {"format": FORMAT, "names": list(self.names), "n_texts": self.n_texts, "n_tokens": self.n_tokens,
                 "attention": [[round(float(x), 6) for x in row] for row in self.attention],
                 "residual": [round(float(x), 6) for x in self.residual],
+                "residual_cls": None if self.residual_cls is None else [round(float(x), 6) for x in self.residual_cls],
                 "lens": None if self.lens is None else [[t.token, round(t.score, 6)] for t in self.lens]}
 
     def save(self, path) -> Path:
@@ -104,7 +109,11 @@ class ModelDiff:
             if att.dim() != 2 or res.shape != (att.shape[0] + 1,):
                 raise ValueError("attention must be (layers, heads) and residual (layers + 1,)")
             lens = None if data["lens"] is None else [LensToken(str(t), float(s)) for t, s in data["lens"]]
-            return cls(att, res, lens, int(data["n_texts"]), int(data["n_tokens"]), tuple(data["names"]))
+            at_cls = data.get("residual_cls")
+            at_cls = None if at_cls is None else torch.tensor(at_cls, dtype=torch.float32)
+            if at_cls is not None and at_cls.shape != res.shape:
+                raise ValueError("residual_cls must have the shape of residual, (layers + 1,)")
+            return cls(att, res, lens, int(data["n_texts"]), int(data["n_tokens"]), tuple(data["names"]), at_cls)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise ValueError(f"{path} is not a bertlab model-diff file ({e}): write it with ModelDiff.save") from None
 
@@ -112,6 +121,8 @@ class ModelDiff:
         a, b = self.names
         heads = ", ".join(f"L{l}H{h} {s:.2f}" for l, h, s in self.top_heads(3))
         res = " ".join(f"{x:.3f}" for x in self.residual.tolist())
+        if self.residual_cls is not None:
+            res += "; at [CLS]: " + " ".join(f"{x:.3f}" for x in self.residual_cls.tolist())
         lens = "no lens (the base has no MLM head)" if self.lens is None else ", ".join(self.lens_tokens(10))
         return (f"{a} → {b} on {self.n_texts} texts ({self.n_tokens} tokens)\n"
                 f"attention moved most: {heads}\nresidual change per layer: {res}\nlens: {lens}")
@@ -147,6 +158,8 @@ def diff(model_a, model_b, tokenizer, texts, top_k: int = 30, names=("a", "b")) 
     moved = torch.zeros(L, H, dtype=torch.float64)
     dist = torch.zeros(L + 1, dtype=torch.float64)
     norm = torch.zeros(L + 1, dtype=torch.float64)
+    dist_cls = torch.zeros(L + 1, dtype=torch.float64)
+    norm_cls = torch.zeros(L + 1, dtype=torch.float64)
     delta = torch.zeros(bert_a.config.hidden_size, dtype=torch.float64)
     last_a: list[torch.Tensor] = []
     n = 0
@@ -168,12 +181,16 @@ def diff(model_a, model_b, tokenizer, texts, top_k: int = 30, names=("a", "b")) 
                 ha, hb = (o.hidden_states[l].double().cpu()[real] for o in outs)     # (n, H)
                 dist[l] += (hb - ha).norm(dim=-1).sum()
                 norm[l] += ha.norm(dim=-1).sum()
+                ca, cb = (o.hidden_states[l][:, 0].double().cpu() for o in outs)    # (B, H): [CLS]
+                dist_cls[l] += (cb - ca).norm(dim=-1).sum()
+                norm_cls[l] += ca.norm(dim=-1).sum()
             ha, hb = (o.last_hidden_state.double().cpu()[real] for o in outs)
             delta += (hb - ha).sum(0)
             last_a.append(ha.float())
             n += int(real.sum())
     attention = (moved / n).float()
     residual = (dist / norm.clamp_min(1e-12)).float()
+    residual_cls = (dist_cls / norm_cls.clamp_min(1e-12)).float()
     lens = None
     if has_mlm_head(model_a):
         delta = (delta / n).float()
@@ -194,4 +211,4 @@ def diff(model_a, model_b, tokenizer, texts, top_k: int = 30, names=("a", "b")) 
         lens = [LensToken(tokenizer.id_to_token(i), float(rise[i])) for i in ranked]
         if not all(math.isfinite(t.score) for t in lens):
             raise ValueError("the lens came out non-finite: one of the models returns inf or nan on these texts")
-    return ModelDiff(attention, residual, lens, len(texts), n, tuple(names))
+    return ModelDiff(attention, residual, lens, len(texts), n, tuple(names), residual_cls)

@@ -101,6 +101,8 @@ def _diff_result(base, other, tok, s: dict, name: str) -> dict:
         d.save(path)
     top = d.top_heads(3)
     return {"residual_last": float(d.residual[-1]), "residual": [round(float(x), 4) for x in d.residual],
+            "residual_cls_last": float(d.residual_cls[-1]),
+            "residual_cls": [round(float(x), 4) for x in d.residual_cls],
             "attention_max": top[0][2], "attention_mean": float(d.attention.mean()),
             "top_heads": [f"L{l}H{h}" for l, h, _ in top], "lens": d.lens_tokens(15)}
 
