@@ -80,7 +80,7 @@ def _(answer):
     from ..inside import load_card_rows
     card = load_card_rows().get("sae: bertlab-mini", {}).get("loss_recovered")
     if card is not None and abs(x - card) < 0.006:
-        return wrong("that is the card's number on 160 sentences: measure it on the first 60", kind="other texts")
+        return wrong("that is the card's number on 120 sentences: measure it on the first 60", kind="other texts")
     return wrong("compute (zeroed − spliced) / (zeroed − clean) from the report on the 60 sentences", kind="off")
 
 
@@ -92,11 +92,11 @@ def _mystery_task() -> str:
 
 @exercise("13.3", "Which task was the mystery model fine-tuned on?", difficulty=2, importance=3, minutes=20,
           expects=f"a str: one of the shipped tasks, {', '.join(_TASKS)}",
-          hints=["Load the shipped diff with ModelDiff.load(assets()['diff_mystery']) and read its lens, as the "
-                 "notebook reads the topic model's.",
-                 "Look at what kind of words the lens promotes, and at where the residual stream changed; then "
-                 "read load_task(name)['train'][:5] for each task.",
-                 "Which task's labels are about those kinds of words?"])
+          hints=["Load the shipped diff with ModelDiff.load(assets()['diff_mystery']) and print residual and "
+                 "residual_cls beside the topic model's.",
+                 "In the last layer, is the change larger at [CLS] than at the average token, or smaller? Which was "
+                 "it for the topic model, whose loss reads [CLS] only?",
+                 "Which task's loss reads every word but never [CLS]?"])
 def _(answer):
     if (bad := not_a(answer, str, what=f"a str: one of {', '.join(_TASKS)}")):
         return bad
@@ -104,11 +104,13 @@ def _(answer):
     if name not in _TASKS:
         return wrong(f"choose one of the shipped tasks: {', '.join(_TASKS)}", kind="no such task")
     if name == _mystery_task():
-        return right("the diff named it without the fine-tuning data: the activation-difference lens at work")
+        return right("the change sits at the words, not at [CLS]: the diff found the task's shape without its data, "
+                     "where the lens could not")
     if name == "topic":
         return wrong("the topic model is the one the notebook shows openly; the mystery model is another",
                      kind="the open one")
-    return wrong("compare the lens's words with what each task's labels are about", kind="another task")
+    return wrong("compare where the last layer changed most, [CLS] or the words, with which positions that task's "
+                 "loss reads", kind="another task")
 
 
 def _heads(measure: str, k: int = 2) -> list[tuple[int, int]]:

@@ -15,7 +15,7 @@ from ..pretraining.data import read_documents
 
 INSIDE = ASSETS / "inside"
 HELDOUT = ASSETS / "corpus" / "heldout"
-FILES = {"sae": "sae-mini-l3.safetensors", "sae_random": "sae-random-l3.safetensors",
+FILES = {"sae": "sae-mini-l3.safetensors",       # the random-init control's numbers are in the card, not its weights
          "diff_topic": "diff-topic.json", "diff_mystery": "diff-mystery.json", "diff_pretrain": "diff-pretrain.json",
          "card": "card.json"}
 
