@@ -41,9 +41,10 @@ class Context:
         for i, t in enumerate(self.tokens):
             if t in ("[CLS]", "[SEP]", "[PAD]") and i != self.position:
                 continue
-            piece = f"[[{t}]]" if i == self.position else t
-            out += piece[2:] if piece.startswith("##") else ("" if not out else " ") + piece
-        return out.replace("[[##", "[[")
+            glued, word = t.startswith("##"), t[2:] if t.startswith("##") else t
+            piece = f"[[{word}]]" if i == self.position else word
+            out += piece if glued else ("" if not out else " ") + piece
+        return out
 
     def snippet(self, width: int = 70) -> str:
         """`marked`, cut to about `width` characters around the marked token (… where text was left out)."""
