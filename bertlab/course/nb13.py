@@ -13,7 +13,12 @@ import math
 from .registry import as_number, exercise, head_pair, loaded, normalise, not_a, right, wrong
 
 _BANK = "He took his money to the bank this morning."
-_TASKS = ("topic", "follows", "tagging", "qa", "choice")
+
+
+def _tasks() -> tuple[str, ...]:
+    """The shipped tasks' names, read from the package (not written here)."""
+    from ..finetuning import SHIPPED
+    return tuple(SHIPPED)
 
 
 def _sae():
@@ -29,7 +34,7 @@ def _features_at_bank() -> list[int]:
 
 
 @exercise("13.1", "The feature that fires most at 'bank'", difficulty=1, importance=2, minutes=10,
-          expects="an int: a feature number of the shipped autoencoder, 0 to 3071",
+          expects="an int: a feature number of the shipped autoencoder (0 up to its width − 1)",
           hints=["bertlab.inside.trace(model, tok, sae, text) gives the tokens and every feature's value at each.",
                  "tokens, z = trace(model, tok, sae, 'He took his money to the bank this morning.'); the row of "
                  "'bank' is z[tokens.index('bank')].",
@@ -37,8 +42,9 @@ def _features_at_bank() -> list[int]:
 def _(answer):
     if (bad := not_a(answer, int, what="an int: a feature number")):
         return bad
-    if not 0 <= answer < 3072:
-        return wrong("the shipped autoencoder has features 0 to 3071", kind="no such feature")
+    width = _sae().width
+    if not 0 <= answer < width:
+        return wrong(f"the shipped autoencoder has features 0 to {width - 1}", kind="no such feature")
     order = _features_at_bank()
     if answer == order[0]:
         return right("now read it: its top contexts in Features(...) and the words it promotes; is it about "
@@ -91,18 +97,18 @@ def _mystery_task() -> str:
 
 
 @exercise("13.3", "Which task was the mystery model fine-tuned on?", difficulty=2, importance=3, minutes=20,
-          expects=f"a str: one of the shipped tasks, {', '.join(_TASKS)}",
+          expects="a str: the name of one of the shipped tasks (bertlab.load_task's names)",
           hints=["Load the shipped diff with ModelDiff.load(assets()['diff_mystery']) and print residual and "
                  "residual_cls beside the topic model's.",
                  "In the last layer, is the change larger at [CLS] than at the average token, or smaller? Which was "
                  "it for the topic model, whose loss reads [CLS] only?",
                  "Which task's loss reads every word but never [CLS]?"])
 def _(answer):
-    if (bad := not_a(answer, str, what=f"a str: one of {', '.join(_TASKS)}")):
+    if (bad := not_a(answer, str, what=f"a str: one of {', '.join(_tasks())}")):
         return bad
     name = normalise(answer)
-    if name not in _TASKS:
-        return wrong(f"choose one of the shipped tasks: {', '.join(_TASKS)}", kind="no such task")
+    if name not in _tasks():
+        return wrong(f"choose one of the shipped tasks: {', '.join(_tasks())}", kind="no such task")
     if name == _mystery_task():
         return right("the change sits at the words, not at [CLS]: the diff found the task's shape without its data, "
                      "where the lens could not")
