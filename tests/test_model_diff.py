@@ -130,3 +130,16 @@ def test_comparisons_it_must_refuse(tiny):
     d = bertlab.diff(model, model, tok, TEXTS[:1])
     with pytest.raises(ValueError, match="n must be an int"):
         d.top_heads(0)
+
+
+def test_the_figure_draws_a_diff_and_refuses_anything_else(tiny):
+    import plotly.graph_objects as go
+
+    from bertlab.inside.figures import diff_figure
+    model, tok = tiny
+    d = bertlab.diff(model, model, tok, TEXTS[:2])
+    fig = diff_figure(d)
+    assert isinstance(fig, go.Figure) and fig.data[0].z.shape == tuple(d.attention.shape)
+    assert list(fig.data[1].y) == d.residual.tolist()
+    with pytest.raises(ValueError, match="takes a ModelDiff"):
+        diff_figure(d.to_json())

@@ -254,3 +254,36 @@ def test_steer_refuses_bad_requests(tiny, sae, kwargs, match):
     with pytest.raises(ValueError, match=match):
         steer(model, tok, sae, args.pop("text"), args.pop("feature"), args.pop("value"), **args)
     assert no_hooks_anywhere(model)
+
+
+def test_reading_tools_refuse_bad_requests(tiny, sae):
+    model, tok = tiny
+    f = Features(model, tok, sae, TEXTS[:3])
+    for call, match in ((lambda: f.top_contexts(0, n=0), "n must be an int"),
+                        (lambda: f.top_contexts(sae.width), "feature must be an int in 0"),
+                        (lambda: promoted_words(model, tok, sae, 0, k=0), "k must be an int"),
+                        (lambda: promoted_words(model.bert, tok, sae, 0), "no masked-LM head"),
+                        (lambda: trace(model, tok, sae, "   "), "pass the sentence"),
+                        (lambda: trace(model, tok, sae, "fine", feature="3"), "feature must be an int"),
+                        (lambda: Features(model, tok, sae, "one text"), "for one text pass")):
+        with pytest.raises(ValueError, match=match):
+            call()
+    assert no_hooks_anywhere(model)
+
+
+def test_the_figures_draw_the_results_and_refuse_anything_else(tiny, sae):
+    import plotly.graph_objects as go
+
+    from bertlab.inside.figures import sae_report_figure, steering_figure, trace_figure
+    model, tok = tiny
+    r = sae_report(model, tok, sae, TEXTS)
+    fig = sae_report_figure({"trained": r, "as a dict": r.as_dict()})
+    assert isinstance(fig, go.Figure) and len(fig.data) == 3 and list(fig.data[1].y) == [r.mlm_loss_spliced] * 2
+    tokens, values = trace(model, tok, sae, FILL, 0)
+    assert len(trace_figure(tokens, values, 0).data[0].y) == len(tokens)
+    guesses = fill_mask(model, tok, FILL).guesses[0]
+    assert len(steering_figure(guesses, steer(model, tok, sae, FILL, 0, 5.0)).data) == 2
+    with pytest.raises(ValueError, match="non-empty dict"):
+        sae_report_figure([r])
+    with pytest.raises(ValueError, match="pass trace"):
+        trace_figure(tokens, values[:-1])
