@@ -11,7 +11,16 @@ import pytest
 import torch
 
 import bertlab
-from bertlab.inside import Features, SparseAutoencoder, promoted_words, residual_stream, sae_report, steer, trace
+from bertlab.inside import (
+    Features,
+    SparseAutoencoder,
+    compare_probes,
+    promoted_words,
+    residual_stream,
+    sae_report,
+    steer,
+    trace,
+)
 from bertlab.inside.sae import FORMAT
 from bertlab.probe import fill_mask
 from testkit import no_hooks_anywhere
@@ -265,7 +274,9 @@ def test_reading_tools_refuse_bad_requests(tiny, sae):
                         (lambda: promoted_words(model.bert, tok, sae, 0), "no masked-LM head"),
                         (lambda: trace(model, tok, sae, "   "), "pass the sentence"),
                         (lambda: trace(model, tok, sae, "fine", feature="3"), "feature must be an int"),
-                        (lambda: Features(model, tok, sae, "one text"), "for one text pass")):
+                        (lambda: Features(model, tok, sae, "one text"), "for one text pass"),
+                        (lambda: compare_probes(model, tok, sae, task="sentiment"), "no probing set named"),
+                        (lambda: compare_probes(model, tok, sae, test_size=1.5), "test_size must be a fraction")):
         with pytest.raises(ValueError, match=match):
             call()
     assert no_hooks_anywhere(model)
@@ -287,3 +298,10 @@ def test_the_figures_draw_the_results_and_refuse_anything_else(tiny, sae):
         sae_report_figure([r])
     with pytest.raises(ValueError, match="pass trace"):
         trace_figure(tokens, values[:-1])
+
+
+def test_the_probe_comparison_uses_one_split_for_both(tiny, sae):
+    model, tok = tiny
+    p = compare_probes(model, tok, sae)
+    assert p.n_train + p.n_test == 1738 and p.layer == sae.layer         # every token of the POS set
+    assert p.raw > p.majority and 0 <= p.features <= 1 and "raw activations" in str(p)

@@ -54,6 +54,9 @@ def compare_probes(model, tokenizer, sae: SparseAutoencoder, task: str = "pos", 
                    seed: int = 0) -> ProbeComparison:
     """Probe `task` ("pos" or "senses", a shipped probing set) on raw activations and on `sae`'s features."""
     sae = check_sae(model, sae)
+    if isinstance(test_size, bool) or not isinstance(test_size, (int, float)) or not 0 < test_size < 1:
+        raise ValueError(f"test_size must be a fraction between 0 and 1 (the share of sentences held out), "
+                         f"got {test_size!r}")
     examples, labels = load_probing_set(task)
     vectors = layer_vectors(model, tokenizer, examples)[:, sae.layer]              # (N, H)
     with torch.no_grad():
