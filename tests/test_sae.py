@@ -305,3 +305,20 @@ def test_the_probe_comparison_uses_one_split_for_both(tiny, sae):
     p = compare_probes(model, tok, sae)
     assert p.n_train + p.n_test == 1738 and p.layer == sae.layer         # every token of the POS set
     assert p.raw > p.majority and 0 <= p.features <= 1 and "raw activations" in str(p)
+
+
+def test_the_readme_quotes_the_shipped_card():
+    # STYLE 19: the README's numbers about the shipped autoencoder are the card's, rounded as the README writes them
+    from pathlib import Path
+
+    from bertlab.inside import load_card_rows
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    rows = load_card_rows()
+    mini, rand = rows["sae: bertlab-mini"], rows["sae: random init"]
+    for quoted in (f"FVU {mini['fvu']:.2f}", f"MLM loss {mini['mlm_loss_clean']:.2f} clean",
+                   f"{mini['mlm_loss_spliced']:.2f} spliced in", f"{mini['mlm_loss_zero']:.2f} with the layer zeroed",
+                   f"({mini['loss_recovered']:.0%} of the loss recovered)".replace("%", " %"),
+                   f"(FVU {rand['fvu']:.2f})", f"token purity {rand['token_purity']:.2f} against {mini['token_purity']:.2f}",
+                   f"({mini['probe_raw']:.3f} against {mini['probe_features']:.3f} held-out accuracy)",
+                   f"at {mini['steps_per_s']:.1f} steps/s"):
+        assert quoted in " ".join(readme.split()), f"README.md should say {quoted!r} (from the card)"
