@@ -12,6 +12,7 @@ from .experiments import experiment, replay
 from .export import export_onnx  # the model as one ONNX file, for ONNX Runtime and the book's in-page model
 from .finetuning import FineTuneResult, evaluate_task, finetune, load_task
 from .hub import cached_models  # hub BERTs already downloaded; huggingface_hub is imported only on use
+from .inside import HeadAtlas, ModelDiff, SparseAutoencoder, diff, head_atlas, sae_report, steer, train_sae
 from .model import (
                     Bert,
                     BertForMaskedLM,
@@ -59,4 +60,5 @@ __all__ = ["BertConfig", "Tokenizer", "Encoding", "Batch", "Bert", "BertOutput",
            "cosine_distances", "sentence_embedding", "attention_rollout", "head_importance", "ablate", "saliency", "head_types",
            "contextuality", "nearest_contexts", "probe_layers", "load_probing_set", "attention_neurons",
            "attention_map", "patch", "compare_fill", "context_mixing", "mixing_scoreboard", "check", "hint",
-           "finetune", "FineTuneResult", "evaluate_task", "load_task", "experiment", "replay", "export_onnx"]
+           "finetune", "FineTuneResult", "evaluate_task", "load_task", "experiment", "replay", "export_onnx",
+           "train_sae", "sae_report", "steer", "SparseAutoencoder", "diff", "ModelDiff", "head_atlas", "HeadAtlas"]

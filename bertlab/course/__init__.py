@@ -26,4 +26,5 @@ __all__ = ["check", "hint", "exercises", "get", "Exercise", "Result", "Hint"]
 
 # notebooks 05-07 and 10-12 (their own line, so that adding 01-04 above does not touch it)
 # notebooks 08 and 09 (fine-tuning, the ablations)
-from . import nb05, nb06, nb07, nb08, nb09, nb10, nb11, nb12  # noqa: E402,F401  # noqa: E402,F401
+# notebook 13 (features and changes)
+from . import nb05, nb06, nb07, nb08, nb09, nb10, nb11, nb12, nb13  # noqa: E402,F401  # noqa: E402,F401

@@ -20,7 +20,11 @@ STUDIES = {
     "finetune": ("bertlab.experiments.finetune_study", {}),
     "finetune-quick": ("bertlab.experiments.finetune_study", {"quick": True}),
 }
-RUNS = frozenset(f"{module}:run" for module, _ in STUDIES.values())   # the runs a card may name untrusted
+# the shipped cards made by a run of bertlab's own that is not a `bertlab experiment NAME` (no spec to re-run
+# from the command line, but a card that may be replayed untrusted): notebook 09's MLM + BiLSTM control, and
+# notebook 13's sparse-autoencoder and model-diff artefacts
+CARD_RUNS = ("bertlab.experiments.bilstm_control:run", "bertlab.inside.study:run")
+RUNS = frozenset([f"{module}:run" for module, _ in STUDIES.values()] + list(CARD_RUNS))   # the runs a card may name untrusted
 
 
 def study_spec(name: str) -> dict:

@@ -1,0 +1,151 @@
+"""Notebook 13 (features and changes): its checkable exercises.
+
+13.1 and 13.2 run the shipped autoencoder on bertlab-mini at check time; 13.3 reads the task from the
+shipped card (the script that made the mystery model wrote it there, as it writes every setting); 13.4 measures
+bertlab-mini's heads at check time. No answer is stored in this file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from .registry import as_number, exercise, head_pair, loaded, normalise, not_a, right, wrong
+
+_BANK = "He took his money to the bank this morning."
+
+
+def _tasks() -> tuple[str, ...]:
+    """The shipped tasks' names, read from the package (not written here)."""
+    from ..finetuning import SHIPPED
+    return tuple(SHIPPED)
+
+
+def _sae():
+    from ..inside import SparseAutoencoder, assets
+    return SparseAutoencoder.load(assets()["sae"])
+
+
+def _features_at_bank() -> list[int]:
+    from ..inside import trace
+    model, tokenizer = loaded("bertlab-mini")
+    tokens, z = trace(model, tokenizer, _sae(), _BANK)
+    return z[tokens.index("bank")].argsort(descending=True).tolist()
+
+
+@exercise("13.1", "The feature that fires most at 'bank'", difficulty=1, importance=2, minutes=10,
+          expects="an int: a feature number of the shipped autoencoder (0 up to its width − 1)",
+          hints=["bertlab.inside.trace(model, tok, sae, text) gives the tokens and every feature's value at each.",
+                 "tokens, z = trace(model, tok, sae, 'He took his money to the bank this morning.'); the row of "
+                 "'bank' is z[tokens.index('bank')].",
+                 "Take the argmax of that row, as an int."])
+def _(answer):
+    if (bad := not_a(answer, int, what="an int: a feature number")):
+        return bad
+    width = _sae().width
+    if not 0 <= answer < width:
+        return wrong(f"the shipped autoencoder has features 0 to {width - 1}", kind="no such feature")
+    order = _features_at_bank()
+    if answer == order[0]:
+        return right("now read it: its top contexts in Features(...) and the words it promotes; is it about "
+                     "money, about banks, or about the token 'bank' whatever it means?")
+    if answer in order[1:32]:
+        return wrong("that feature is active at 'bank', but not the largest one", kind="not the largest")
+    from ..inside import trace
+    model, tokenizer = loaded("bertlab-mini")
+    tokens, z = trace(model, tokenizer, _sae(), _BANK)
+    if answer in z.argmax(-1).tolist():
+        return wrong("that feature is the largest at another token of the sentence: read the row of 'bank'",
+                     kind="another token")
+    return wrong("read the row of 'bank' in the trace and take its largest value", kind="off")
+
+
+def _loss_recovered() -> float:
+    from ..inside import heldout_sentences, sae_report
+    model, tokenizer = loaded("bertlab-mini")
+    return sae_report(model, tokenizer, _sae(), heldout_sentences(60)).loss_recovered
+
+
+@exercise("13.2", "How much of the model survives the autoencoder?", difficulty=1, importance=3, minutes=10,
+          expects="a float between 0 and 1, to two decimals: the loss recovered on the first 60 held-out sentences",
+          hints=["sae_report gives the MLM loss clean, with the autoencoder spliced in, and with the layer zeroed.",
+                 "Loss recovered = (zeroed − spliced) / (zeroed − clean); the report computes it as .loss_recovered.",
+                 "bertlab.sae_report(model, tok, sae, heldout_sentences(60)).loss_recovered, rounded to 2 decimals."])
+def _(answer):
+    x = as_number(answer)
+    if x is None or not math.isfinite(x):
+        return wrong("answer with a number, e.g. 0.5", kind="not a number")
+    truth = _loss_recovered()
+    if abs(x - truth) < 0.006:
+        return right("a reconstruction that explains most of the variance can still cost the model a visible "
+                     "part of its loss: that gap is what 'loss recovered' measures")
+    if abs(x / 100 - truth) < 0.006:
+        return wrong("that is a percentage: give the share, between 0 and 1", kind="percent, not a share")
+    if abs((1 - x) - truth) < 0.006:
+        return wrong("that is the share lost, not the share recovered", kind="one minus it")
+    from ..inside import load_card_rows
+    card = load_card_rows().get("sae: bertlab-mini", {}).get("loss_recovered")
+    if card is not None and abs(x - card) < 0.006:
+        return wrong("that is the card's number on 120 sentences: measure it on the first 60", kind="other texts")
+    return wrong("compute (zeroed − spliced) / (zeroed − clean) from the report on the 60 sentences", kind="off")
+
+
+def _mystery_task() -> str:
+    from ..inside import assets
+    card = json.loads(assets()["card"].read_text(encoding="utf-8"))
+    return card["variants"]["diff: fine-tuned on ?"]["settings"]["task"]
+
+
+@exercise("13.3", "Which task was the mystery model fine-tuned on?", difficulty=2, importance=3, minutes=20,
+          expects="a str: the name of one of the shipped tasks (bertlab.load_task's names)",
+          hints=["Load the shipped diff with ModelDiff.load(assets()['diff_mystery']) and print residual and "
+                 "residual_cls beside the topic model's.",
+                 "In the last layer, is the change larger at [CLS] than at the average token, or smaller? Which was "
+                 "it for the topic model, whose loss reads [CLS] only?",
+                 "Which task's loss reads every word but never [CLS]?"])
+def _(answer):
+    if (bad := not_a(answer, str, what=f"a str: one of {', '.join(_tasks())}")):
+        return bad
+    name = normalise(answer)
+    if name not in _tasks():
+        return wrong(f"choose one of the shipped tasks: {', '.join(_tasks())}", kind="no such task")
+    if name == _mystery_task():
+        return right("the change sits at the words, not at [CLS]: the diff found the task's shape without its data, "
+                     "where the lens could not")
+    if name == "topic":
+        return wrong("the topic model is the one the notebook shows openly; the mystery model is another",
+                     kind="the open one")
+    return wrong("compare where the last layer changed most, [CLS] or the words, with which positions that task's "
+                 "loss reads", kind="another task")
+
+
+def _heads(measure: str, k: int = 2) -> list[tuple[int, int]]:
+    from ..inside import pos_corpus
+    from ..probe import head_types
+    model, tokenizer = loaded("bertlab-mini")
+    texts, _ = pos_corpus()
+    share = head_types(model, tokenizer, texts[:60]).share[measure]
+    H = share.shape[1]
+    return [(i // H, i % H) for i in share.flatten().argsort(descending=True)[:k].tolist()]
+
+
+@exercise("13.4", "bertlab-mini's previous-token head", difficulty=1, importance=2, minutes=10,
+          expects="a (layer, head) pair of bertlab-mini",
+          hints=["The atlas keeps every head's share of attention on the previous token.",
+                 "atlas.top('previous', 1) on the notebook's atlas (the first 60 POS sentences).",
+                 "Its first entry is (layer, head, share): answer the first two."])
+def _(answer):
+    model, _ = loaded("bertlab-mini")
+    pair, bad = head_pair(answer, model)
+    if bad:
+        return bad
+    best = _heads("previous")
+    if pair == best[0]:
+        return right("open it in the atlas figure: every row looks one step to the left, in every sentence")
+    if pair == best[1]:
+        return wrong("that is the second strongest", kind="not the top head")
+    if pair == _heads("next", 1)[0]:
+        return wrong("that head looks at the next token, not the previous one", kind="next, not previous")
+    if (pair[0] - 1, pair[1] - 1) == best[0]:
+        return wrong("layers and heads count from 0", kind="counted from 1")
+    return wrong("take the head with the largest 'previous' share", kind="off")

@@ -1,0 +1,129 @@
+"""Plotly figures for the autoencoder, the model diff and the head atlas, in bertlab.viz's look.
+
+Each takes a result of this package and returns a `go.Figure`; none runs a model. (The live views, with a
+feature slider for steering and a click-to-open atlas, wait for the anywidget view base of issue 28; these
+figures are what notebook 13 draws meanwhile, and the atlas is browsable with its own drop-down.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import plotly.graph_objects as go
+import torch
+from plotly.subplots import make_subplots
+
+from ..probe.fill_mask import Guess
+from ..viz.look import COLORS, SEQUENTIAL, finish, token_labels
+from .atlas import HeadAtlas
+from .diff import ModelDiff
+
+__all__ = ["sae_report_figure", "trace_figure", "steering_figure", "diff_figure", "atlas_figure"]
+
+LABEL_COLORS = {"previous": COLORS[0], "next": COLORS[1], "self": COLORS[2], "[CLS]": COLORS[3],
+                "[SEP]": COLORS[4], "punctuation": COLORS[5], "same word": COLORS[6], "broad": "#BBBBBB",
+                "mixed": "#666666"}
+
+
+def _get(report, key: str) -> float:
+    return float(report[key] if isinstance(report, Mapping) else getattr(report, key))
+
+
+def sae_report_figure(reports: Mapping) -> go.Figure:
+    """MLM loss clean, with the autoencoder spliced in and with the layer zeroed, one group per report
+    ({name: SAEReport or its as_dict()}), e.g. bertlab-mini beside the random-init control."""
+    if not isinstance(reports, Mapping) or not reports:
+        raise ValueError("reports must be a non-empty dict {name: SAEReport (or its as_dict())}")
+    fig = go.Figure()
+    for (label, key), color in zip((("clean", "mlm_loss_clean"), ("SAE spliced in", "mlm_loss_spliced"),
+                                    ("layer zeroed", "mlm_loss_zero")), COLORS):
+        ys = [_get(r, key) for r in reports.values()]
+        fig.add_bar(name=label, x=list(reports), y=ys, marker_color=color, text=[f"{y:.2f}" for y in ys],
+                    hovertemplate="%{x}<br>" + label + ": %{y:.3f} nats<extra></extra>")
+    return finish(fig, "MLM loss on held-out prose: how much of the model survives the autoencoder",
+                  barmode="group", yaxis=dict(title="masked-LM loss (nats)"), height=380)
+
+
+def trace_figure(tokens: Sequence[str], values, feature: int | None = None) -> go.Figure:
+    """A feature's value at every token of a sentence (`features.trace`), one bar per token."""
+    v = torch.as_tensor(values, dtype=torch.float32).flatten()
+    if len(v) != len(tokens):
+        raise ValueError(f"got {len(tokens)} tokens but {len(v)} values: pass trace(...)'s two results as they are")
+    fig = go.Figure(go.Bar(x=token_labels(tokens), y=v.tolist(), marker_color=COLORS[0],
+                           hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
+    name = "the feature" if feature is None else f"feature {feature}"
+    return finish(fig, f"where {name} fires along the sentence", yaxis=dict(title="activation"), height=320)
+
+
+def steering_figure(before: Sequence[Guess], after: Sequence[Guess], label: str = "clamped") -> go.Figure:
+    """The top guesses at the [MASK] before and after clamping a feature, side by side."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("as it is", label), horizontal_spacing=0.2)
+    for col, guesses in ((1, before), (2, after)):
+        guesses = list(guesses)[::-1]
+        fig.add_bar(x=[g.probability for g in guesses], y=[g.token for g in guesses], orientation="h",
+                    marker_color=COLORS[col - 1], showlegend=False, row=1, col=col,
+                    hovertemplate="%{y}: %{x:.3f}<extra></extra>")
+    fig.update_xaxes(title_text="probability", range=[0, 1])
+    return finish(fig, "the guesses at [MASK] before and after steering", height=340)
+
+
+def diff_figure(d: ModelDiff) -> go.Figure:
+    """Where two checkpoints differ: attention moved per head (left), residual change per layer (right)."""
+    if not isinstance(d, ModelDiff):
+        raise ValueError(f"diff_figure takes a ModelDiff (bertlab.diff(...)), got {type(d).__name__}")
+    L, H = d.attention.shape
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4], horizontal_spacing=0.12,
+                        subplot_titles=("share of attention moved", "residual stream change"))
+    fig.add_trace(go.Heatmap(z=d.attention.numpy(), x=list(range(H)), y=list(range(L)), colorscale=SEQUENTIAL,
+                             zmin=0, colorbar=dict(title="moved", x=0.52), xgap=1, ygap=1,
+                             hovertemplate="layer %{y}, head %{x}<br>moved %{z:.3f}<extra></extra>"), row=1, col=1)
+    fig.add_trace(go.Scatter(x=list(range(L + 1)), y=d.residual.tolist(), mode="lines+markers",
+                             marker_color=COLORS[1], showlegend=False,
+                             hovertemplate="layer %{x}: %{y:.3f}<extra></extra>"), row=1, col=2)
+    fig.update_yaxes(title_text="layer", autorange="reversed", dtick=1, row=1, col=1)
+    fig.update_xaxes(title_text="head", dtick=1, row=1, col=1)
+    fig.update_xaxes(title_text="layer (0 = embeddings)", dtick=1, row=1, col=2)
+    fig.update_yaxes(title_text="‖h_b − h_a‖ / ‖h_a‖", row=1, col=2)
+    a, b = d.names
+    return finish(fig, f"what changed from {a} to {b}", height=380, width=900)
+
+
+def atlas_figure(atlas: HeadAtlas, index: int = 0) -> go.Figure:
+    """Every head placed by similarity of behaviour (left; colour = its label, hover = its measures) and one
+    head's attention on example sentence `index` (right), chosen with the drop-down: browsable offline."""
+    if not isinstance(atlas, HeadAtlas):
+        raise ValueError(f"atlas_figure takes a HeadAtlas (bertlab.head_atlas(...)), got {type(atlas).__name__}")
+    tokens, _ = atlas.example(0, 0, index)
+    L, H = atlas.shape
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.5, 0.5], horizontal_spacing=0.12,
+                        subplot_titles=("heads placed by behaviour", "a head's attention"))
+    measures = list(atlas.share)
+    for label in dict.fromkeys(lab for row in atlas.labels for lab in row):
+        pts = [(l, h) for l in range(L) for h in range(H) if atlas.labels[l][h] == label]
+        xy = atlas.coords[[l * H + h for l, h in pts]]
+        hover = ["<br>".join([f"layer {l}, head {h}: {label}", f"sharpness {atlas.sharpness[l, h]:.2f}"] +
+                             [f"{m} {atlas.share[m][l, h]:.2f}" for m in measures]) for l, h in pts]
+        fig.add_trace(go.Scatter(x=xy[:, 0].tolist(), y=xy[:, 1].tolist(), mode="markers+text", name=label,
+                                 text=[f"{l}.{h}" for l, h in pts], textposition="top center",
+                                 textfont=dict(size=8), marker=dict(size=9, color=LABEL_COLORS.get(label, "#999")),
+                                 hovertext=hover, hoverinfo="text"), row=1, col=1)
+    n_scatter = len(fig.data)
+    labels = token_labels(tokens)
+    for l in range(L):
+        for h in range(H):
+            _, att = atlas.example(l, h, index)
+            fig.add_trace(go.Heatmap(z=att.numpy(), x=labels, y=labels, colorscale=SEQUENTIAL, zmin=0, zmax=1,
+                                     showscale=False, visible=(l == 0 and h == 0),
+                                     hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>"), row=1, col=2)
+    buttons = []
+    for l in range(L):
+        for h in range(H):
+            visible = [True] * n_scatter + [False] * (L * H)
+            visible[n_scatter + l * H + h] = True
+            buttons.append(dict(label=f"layer {l}, head {h} ({atlas.labels[l][h]})", method="update",
+                                args=[{"visible": visible}]))
+    fig.update_yaxes(autorange="reversed", row=1, col=2)
+    fig.update_xaxes(tickangle=-60, row=1, col=2)
+    return finish(fig, "head atlas: pick a head to see its attention", height=560, width=1100,
+                  updatemenus=[dict(buttons=buttons, x=1.0, xanchor="right", y=1.14, yanchor="top")],
+                  legend=dict(x=0.0, y=-0.15, orientation="h"))
