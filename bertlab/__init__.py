@@ -8,6 +8,7 @@
 from .checkpoint import load, save
 from .config import BertConfig
 from .course import check, hint  # exercise checks that never show the answer; hints in tiers
+from .course.progress import progress  # which exercises a learner has answered right (a local file)
 from .experiments import experiment, replay
 from .finetuning import FineTuneResult, evaluate_task, finetune, load_task
 from .hub import cached_models  # hub BERTs already downloaded; huggingface_hub is imported only on use
@@ -59,3 +60,4 @@ __all__ = ["BertConfig", "Tokenizer", "Encoding", "Batch", "Bert", "BertOutput",
            "contextuality", "nearest_contexts", "probe_layers", "load_probing_set", "attention_neurons",
            "attention_map", "patch", "compare_fill", "context_mixing", "mixing_scoreboard", "check", "hint",
            "finetune", "FineTuneResult", "evaluate_task", "load_task", "experiment", "replay"]
+__all__ += ["progress"]
