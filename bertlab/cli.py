@@ -8,6 +8,7 @@
     bertlab finetune --model NAME --task classify --train train.jsonl [--val val.jsonl] --out DIR
     bertlab experiment ablations|finetune|SPEC.json --out DIR [--jobs N] [--shard K/N]
     bertlab replay CARD [--row N]
+    bertlab assign DIR [--notebooks NN ...] [--solutions SRC]      (for teachers: nbgrader assignments)
 
 The pretrain flags are generated from the fields of `PretrainArgs` (pretraining/trainer.py): one flag per field,
 with the field's name, default and `help` metadata, and a type read from its annotation (bool: --x/--no-x, list:
@@ -128,6 +129,9 @@ def main(argv=None) -> int:
     from .experiments import commands  # finetune, experiment, replay: thin commands over the Python API
 
     commands.add_parsers(sub)
+    from .course import grading  # `bertlab assign`: the exercises as nbgrader assignments
+
+    grading.add_parser(sub)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
@@ -163,6 +167,8 @@ def main(argv=None) -> int:
         except (ValueError, FileNotFoundError) as e:
             print(f"bertlab {args.command}: error: {e}", file=sys.stderr)
             return 2
+    if args.command == "assign":
+        return grading.main(args)
     if args.command == "lab":
         from .lab import main as lab_main
 
