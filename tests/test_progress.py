@@ -171,3 +171,86 @@ def test_two_processes_checking_at_once_both_count(pfile):
 def _ten_tries(path):
     for _ in range(10):
         P.update("00.4", False, path=P.Path(path))
+
+
+# ---- review: spaced practice from the progress file -------------------------------------------------------
+
+from datetime import date  # noqa: E402
+
+from bertlab.course import review  # noqa: E402
+
+TODAY = date(2026, 11, 27)
+
+
+def test_every_lessons_quiz_is_read_from_the_notebook_without_running_it():
+    lessons = sorted({e.notebook for e in registry.exercises()})
+    for nn in lessons:
+        questions = review.quiz_questions(nn)
+        assert len(questions) >= 3, nn
+        for text, options in questions:
+            assert text and sum(bool(o[1]) for o in options) == 1, (nn, text)
+    assert review.quiz_questions("99") == ()
+
+
+def test_with_nothing_kept_the_plan_is_the_core_paths_first_questions(pfile):
+    plan = review.plan(today=TODAY)
+    assert plan.exercises == () and plan.studied == review.CORE_PATH
+    assert plan.questions == ("00.q1", "01.q1", "02.q1", "03.q1", "04.q1")
+    assert review.plan(today=TODAY) == plan                                   # ordered, never random
+    assert "0 exercise(s) and 5 quiz question(s)" in str(plan) and "<pre" in plan._repr_html_()
+    r = plan.check(1, 3)
+    assert not r.right and not r.answered and "no exercise is due" in str(r)
+
+
+def test_wrong_answers_are_due_at_once_and_right_ones_after_their_interval(pfile):
+    P.update("04.2", False, when="2026-11-27T09:00:00Z")                     # wrong today: due
+    P.update("00.4", True, when="2026-11-26T09:00:00Z")                      # right once, 1 day ago: due (1 day)
+    P.update("00.1", True, when="2026-11-25T09:00:00Z")
+    P.update("00.1", True, when="2026-11-25T10:00:00Z")                      # right twice, 2 days ago: not yet (3)
+    P.update("00.2", True, when="2026-11-27T08:00:00Z")                      # right today: not due
+    P.update("00.3", True, when="2026-11-01T08:00:00Z")
+    P.update("00.3", False, when="2026-11-20T08:00:00Z")                     # a slip starts the count over: due
+    plan = review.plan(today=TODAY)
+    assert plan.exercises == ("00.3", "04.2", "00.4")                         # wrong ones first, oldest first
+    assert plan.studied == ("00", "04") and plan.questions == ("00.q1", "04.q1", "00.q2", "04.q2", "00.q3")
+    assert "00.1" not in review.plan(exercises_due=10, today=TODAY).exercises
+    assert review.plan(exercises_due=10, today=date(2026, 11, 28)).exercises == (   # 00.1: 3 days on; 00.2: 1
+        "00.3", "04.2", "00.1", "00.4", "00.2")
+    assert review.plan(exercises_due=1, questions=0, today=TODAY).exercises == ("00.3",)
+    assert not plan.check(3, "CoLA").right and json.loads(pfile.read_text())["items"]["00.4"]["streak"] == 0
+
+
+def test_the_review_quiz_keeps_the_first_pick_of_each_question(pfile):
+    plan = review.plan(questions=2, today=TODAY)
+    quiz = plan.quiz()
+    right = next(k for k, o in enumerate(quiz.questions[0][1]) if o[1])
+    wrong = next(k for k, o in enumerate(quiz.questions[1][1]) if not o[1])
+    assert quiz.questions[0][0].startswith("(00.q1) ")
+    quiz.answer(0, right)
+    quiz.answer(1, wrong)
+    items = json.loads(pfile.read_text())["items"]
+    assert items["00.q1"]["right"] is True and items["01.q1"]["right"] is False
+    later = review.plan(today=TODAY)
+    assert "00.q1" not in later.questions and later.questions[:2] == ("00.q2", "01.q1")
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    ({"exercises_due": -1}, ValueError, "0 to 100"), ({"questions": "5"}, ValueError, "whole number"),
+    ({"questions": True}, ValueError, "whole number"), ({"exercises_due": 10**6}, ValueError, "0 to 100"),
+    ({"today": "2026-11-27"}, TypeError, "datetime.date")])
+def test_bad_plan_arguments_say_what_they_take(pfile, kwargs, error, words):
+    with pytest.raises(error, match=words):
+        review.plan(**kwargs)
+
+
+def test_bad_plan_numbers_and_a_bad_file_are_clear(pfile):
+    P.update("04.2", False)
+    plan = review.plan()
+    for bad in (0, 2, True, "1"):
+        with pytest.raises(ValueError, match="exercises 1 to 1"):
+            plan.check(bad, 20)
+    with pytest.raises(ValueError, match="no quiz question is due"):
+        review.plan(questions=0).quiz()
+    pfile.write_text("not json")
+    with pytest.raises(P.ProgressFileError, match="not JSON"):
+        review.plan()

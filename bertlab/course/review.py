@@ -131,9 +131,9 @@ def plan(exercises_due: int = 3, questions: int = 5, today: date | None = None) 
         raise TypeError(f"today is a datetime.date, got {type(today).__name__} {today!r:.40}")
     items = load()["items"]
     known = {e.id for e in exercises()}
-    # exercises tried before: wrong ones first (longest ago first), then those whose interval has passed
+    # exercises tried before: wrong last time first (longest ago first), then those whose interval has passed
     tried = [(i, e) for i, e in items.items() if i in known]
-    due = [i for i, e in sorted(tried, key=lambda t: (bool(t[1].get("right")), t[1].get("last_try", ""), t[0]))
+    due = [i for i, e in sorted(tried, key=lambda t: (bool(t[1].get("streak")), t[1].get("last_try", ""), t[0]))
            if _due(e, today)]
     studied = sorted({i.split(".")[0] for i in items if i in known or ".q" in i})
     sources = [nn for nn in (studied or CORE_PATH) if quiz_questions(nn)]
