@@ -127,6 +127,28 @@ def test_a_link_a_folder_and_a_fifo_are_refused(pfile, tmp_path):
         bertlab.progress()
 
 
+def test_a_planted_lock_link_a_huge_file_and_a_parent_that_is_a_file_are_refused(pfile, tmp_path, monkeypatch):
+    pfile.parent.mkdir(parents=True)
+    target = tmp_path / "victim"
+    target.write_text("keep")
+    (pfile.parent / "progress.json.lock").symlink_to(target)
+    with pytest.warns(UserWarning, match="symbolic link"):
+        assert bertlab.check("00.4", RIGHT_00_4).right
+    assert target.read_text() == "keep" and not pfile.exists()
+    (pfile.parent / "progress.json.lock").unlink()
+    with open(pfile, "wb") as f:
+        f.truncate(P.MAX_BYTES + 1)                                           # sparse: no disk used
+    with pytest.raises(P.ProgressFileError, match="too large"):
+        bertlab.progress()
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    monkeypatch.setenv("BERTLAB_PROGRESS", str(blocker / "progress.json"))
+    with pytest.raises(P.ProgressFileError, match="cannot be read"):
+        bertlab.progress()
+    with pytest.warns(UserWarning, match="cannot be written"):
+        assert bertlab.check("00.4", RIGHT_00_4).right
+
+
 @pytest.mark.skipif(os.name != "posix", reason="needs POSIX permissions")
 def test_a_read_only_folder_keeps_the_verdict_and_says_where_to_write(pfile, monkeypatch):
     bertlab.check("00.4", "CoLA")

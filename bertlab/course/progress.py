@@ -37,6 +37,7 @@ __all__ = ["Progress", "ProgressFileError", "progress", "progress_path", "record
 
 FORMAT = "bertlab-progress"
 VERSION = 1
+MAX_BYTES = 8 * 2**20          # a whole course's progress is a few kB; anything this large is not one
 
 
 class ProgressFileError(ValueError):
@@ -69,6 +70,9 @@ def load(path: Path | None = None) -> dict:
         refuse_link(path, "the progress file")
         if not path.exists():
             return _empty()
+        if path.stat().st_size > MAX_BYTES:
+            raise ProgressFileError(f"{path} is {path.stat().st_size:,} bytes, too large to be a bertlab progress "
+                                    f"file (a course's is a few kB): {fix}")
         text = read_text(path, "the progress file")
     except LinkRefused as e:
         raise ProgressFileError(f"{e} (the progress file: {fix})") from None
@@ -156,8 +160,8 @@ def record(item: str, right: bool) -> None:
         return
     try:
         update(item, right)
-    except (ProgressFileError, OSError) as e:
-        reason = str(e) if isinstance(e, ProgressFileError) else (
+    except (ProgressFileError, LinkRefused, OSError) as e:
+        reason = str(e) if isinstance(e, (ProgressFileError, LinkRefused)) else (
             f"{progress_path()} cannot be written ({e.strerror or e}); set BERTLAB_PROGRESS to a file you can write")
         if reason not in _WARNED:
             _WARNED.add(reason)
