@@ -86,6 +86,8 @@ def test_a_folder_that_is_not_empty_a_file_or_a_link_is_refused_untouched(tmp_pa
 def test_unknown_lessons_and_a_bad_pack_are_named_before_anything_is_written(tmp_path):
     with pytest.raises(ValueError, match="no notebook '99'.*00, 01"):
         grading.export_assignments(tmp_path / "a", ["04", "99"])
+    with pytest.raises(ValueError, match="at least one lesson"):
+        grading.export_assignments(tmp_path / "a", [])
     with pytest.raises(ValueError, match="no notebook 'x'"):
         grading.export_assignments(tmp_path / "a", ["x"])
     with pytest.raises(FileNotFoundError, match="holds no solutions"):

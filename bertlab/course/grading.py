@@ -122,6 +122,8 @@ def _notebooks(wanted) -> list[str]:
         return known
     if isinstance(wanted, (str, int)):
         wanted = [wanted]
+    if not wanted:
+        raise ValueError(f"name at least one lesson (or none at all, for every lesson): {', '.join(known)}")
     out = []
     for w in wanted:
         key = f"{w:02d}" if isinstance(w, int) and not isinstance(w, bool) else str(w).strip().zfill(2)
