@@ -276,3 +276,24 @@ def test_bad_plan_numbers_and_a_bad_file_are_clear(pfile):
     pfile.write_text("not json")
     with pytest.raises(P.ProgressFileError, match="not JSON"):
         review.plan()
+
+
+def test_the_answer_box_checks_a_typed_answer_and_says_what_is_not_one(pfile):
+    plan = review.plan(today=TODAY)
+    box = plan.answer_box()
+    pick, (text, button), said = box.children[0], box.children[1].children, box.children[2]
+    assert pick.options[0][1] == "00.1" and {i for _, i in pick.options} >= {"04.1", "08.1"}   # the core path's
+    pick.value = "00.4"
+    button.click()
+    assert "type your answer to 00.4 first" in said.value
+    text.value = "'CoLA'"                                                  # Enter: checked, and kept
+    assert "00.4 not yet" in said.value and RIGHT_00_4 not in said.value          # never the answer
+    text.value = f"'{RIGHT_00_4}'"
+    assert "00.4 right" in said.value
+    assert json.loads(pfile.read_text())["items"]["00.4"]["tries"] == 2
+    for bad in ("RTE", "lambda x: x", "__import__('os')", "(" * 500):
+        text.value = bad
+        assert "not a Python value" in said.value and "<script" not in said.value
+    text.value = "'<script>alert(1)</script>'"                             # someone else's text is escaped
+    assert "<script>" not in said.value
+    assert "work through a lesson" in review._answer_in_box(None, "1")

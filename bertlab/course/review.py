@@ -100,6 +100,25 @@ class Plan:
             raise ValueError(f"the plan lists exercises 1 to {len(self.exercises)}; got {number!r}")
         return check(self.exercises[number - 1], answer)
 
+    def answer_box(self):
+        """A box to answer the plan's exercises, and any other of the lessons drawn from, without writing a
+        cell: pick the exercise, type the answer as Python (12, 0.5, 'word', (3, 7)), press check."""
+        import ipywidgets as W
+
+        ids = list(self.exercises) + [e.id for nn in self.studied for e in exercises(nn) if e.id not in self.exercises]
+        pick = W.Dropdown(options=[(f"{i}  {get(i).title}"[:90], i) for i in ids], description="exercise",
+                          layout=W.Layout(width="min(760px, 100%)"))
+        text = W.Text(placeholder="your answer as Python: 12, 0.5, 'word', (3, 7)", description="answer",
+                      continuous_update=False, layout=W.Layout(width="min(760px, 100%)"))
+        button = W.Button(description="check", button_style="primary")
+        said = W.HTML("<span style='color:#57606a'>pick an exercise, type your answer, press check</span>")
+
+        def run(*_):
+            said.value = _answer_in_box(pick.value, text.value)
+        button.on_click(run)
+        text.observe(run, names="value")
+        return W.VBox([pick, W.HBox([text, button]), said])
+
     def quiz(self):
         """The drawn questions as a Quiz (bertlab.viz); the first answer to each is kept in the progress file."""
         from ..viz import Quiz
@@ -147,3 +166,17 @@ def plan(exercises_due: int = 3, questions: int = 5, today: date | None = None) 
                 drawn.append(pool.pop(0))
     return Plan(tuple(due[:exercises_due]), tuple(drawn), tuple(sources), today)
 
+
+def _answer_in_box(exercise: str | None, typed: str) -> str:
+    """What the answer box shows for `typed`: the check's verdict, or why the text is not an answer (HTML)."""
+    if not exercise:
+        return "<span style='color:#57606a'>no exercise to answer yet: work through a lesson first</span>"
+    if not typed.strip():
+        return f"<span style='color:#57606a'>type your answer to {html.escape(exercise)} first</span>"
+    try:
+        answer = ast.literal_eval(typed.strip())
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return ("<span style='color:#cf222e'>" + html.escape(
+            f"{typed.strip()[:40]!r} is not a Python value: write a number (12, 0.5), a text in quotes ('word') "
+            f"or a tuple ((3, 7)); an answer that is a function goes in a code cell: plan.check(...)") + "</span>")
+    return check(exercise, answer)._repr_html_()
