@@ -297,3 +297,15 @@ def test_the_answer_box_checks_a_typed_answer_and_says_what_is_not_one(pfile):
     text.value = "'<script>alert(1)</script>'"                             # someone else's text is escaped
     assert "<script>" not in said.value
     assert "work through a lesson" in review._answer_in_box(None, "1")
+
+
+def test_entries_this_version_does_not_know_are_kept_not_shown(pfile):
+    pfile.parent.mkdir(parents=True)
+    pfile.write_text(json.dumps({"format": "bertlab-progress", "version": 1, "items": {
+        "77.1": {"tries": 2, "right": True, "streak": 1, "last_right": "2026-01-01T00:00:00Z"},
+        "04.q9": {"tries": 1, "right": False, "streak": 0}}}))
+    assert bertlab.progress().right() == []                                   # an exercise of another version
+    bertlab.check("00.4", RIGHT_00_4)
+    items = json.loads(pfile.read_text())["items"]
+    assert set(items) == {"77.1", "04.q9", "00.4"} and items["77.1"]["tries"] == 2     # nothing dropped
+    assert review.plan(today=TODAY).studied == ("00", "04")                   # 04.q9: a lesson worked on
