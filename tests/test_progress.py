@@ -252,6 +252,8 @@ def test_the_review_quiz_keeps_the_first_pick_of_each_question(pfile):
     quiz.answer(1, wrong)
     items = json.loads(pfile.read_text())["items"]
     assert items["00.q1"]["right"] is True and items["01.q1"]["right"] is False
+    assert bertlab.progress().quiz == (1, 2) and "review quiz: 1 of the 2" in str(bertlab.progress())
+    assert bertlab.progress("01").quiz == (0, 1) and "review quiz" in bertlab.progress()._repr_html_()
     later = review.plan(today=TODAY)
     assert "00.q1" not in later.questions and later.questions[:2] == ("00.q2", "01.q1")
 

@@ -187,8 +187,9 @@ class Row:
 class Progress:
     """Per notebook, which exercises are answered right. Prints as text; a table in a notebook."""
 
-    def __init__(self, rows: dict[str, list[Row]], path: Path):
+    def __init__(self, rows: dict[str, list[Row]], path: Path, quiz: tuple[int, int] = (0, 0)):
         self.rows, self.path = rows, path            # rows: notebook "04" → its exercises in order
+        self.quiz = quiz                             # review quiz questions: (answered right, answered)
 
     def right(self, notebook: str | None = None) -> list[str]:
         """The ids of the exercises answered right (of one notebook, or all)."""
@@ -206,6 +207,8 @@ class Progress:
             right, n = self.counts()[nb]
             marks = " ".join(f"{r.mark}{r.id.split('.')[1]}" for r in rows)
             lines.append(f"  {nb}  {right}/{n}  {marks}")
+        if self.quiz[1]:
+            lines.append(f"review quiz: {self.quiz[0]} of the {self.quiz[1]} questions answered right")
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -222,6 +225,8 @@ class Progress:
                 for r in rows)
             out.append(f"<tr><td style='padding:1px 8px 1px 0'><b>{nb}</b></td>"
                        f"<td style='padding:1px 8px;color:#57606a'>{right}/{n}</td><td>{cells}</td></tr>")
+        if self.quiz[1]:
+            out.append(f"<tr><td colspan=3>{html.escape(str(self).splitlines()[-1])}</td></tr>")
         out.append(f"</table><div style='color:#57606a'>kept in {html.escape(str(self.path))}</div></div>")
         return "".join(out)
 
@@ -231,6 +236,7 @@ def progress(notebook: str | int | None = None) -> Progress:
     from .registry import exercises
 
     items = load()["items"]
+    key_nb = ""
     if notebook is not None:
         if isinstance(notebook, bool) or not isinstance(notebook, (str, int)):
             raise TypeError(f"progress takes a notebook such as '04' or 4, got {type(notebook).__name__}")
@@ -239,10 +245,12 @@ def progress(notebook: str | int | None = None) -> Progress:
         if key not in known:
             raise ValueError(f"there is no notebook {notebook!r} with checkable exercises: they are {', '.join(known)}")
         selected = exercises(key)
+        key_nb = key + "."
     else:
         selected = exercises()
     rows: dict[str, list[Row]] = {}
     for e in selected:
         item = items.get(e.id, {})
         rows.setdefault(e.notebook, []).append(Row(e.id, e.title, bool(item.get("right")), int(item.get("tries", 0))))
-    return Progress(rows, progress_path())
+    quiz = [item for key, item in items.items() if ".q" in key and (notebook is None or key.startswith(key_nb))]
+    return Progress(rows, progress_path(), (sum(item["right"] for item in quiz), len(quiz)))
