@@ -8,6 +8,7 @@
 from .checkpoint import load, save
 from .config import BertConfig
 from .course import check, hint  # exercise checks that never show the answer; hints in tiers
+from .course.progress import progress  # which exercises a learner has answered right (a local file)
 from .experiments import experiment, replay
 from .export import export_onnx  # the model as one ONNX file, for ONNX Runtime and the book's in-page model
 from .finetuning import FineTuneResult, evaluate_task, finetune, load_task
@@ -62,3 +63,4 @@ __all__ = ["BertConfig", "Tokenizer", "Encoding", "Batch", "Bert", "BertOutput",
            "attention_map", "patch", "compare_fill", "context_mixing", "mixing_scoreboard", "check", "hint",
            "finetune", "FineTuneResult", "evaluate_task", "load_task", "experiment", "replay", "export_onnx",
            "train_sae", "sae_report", "steer", "SparseAutoencoder", "diff", "ModelDiff", "head_atlas", "HeadAtlas"]
+__all__ += ["progress"]

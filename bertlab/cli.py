@@ -9,6 +9,7 @@
     bertlab experiment ablations|finetune|SPEC.json --out DIR [--jobs N] [--shard K/N] [--allow MODULE]
     bertlab replay CARD [--row N] [--allow MODULE]
     bertlab export --onnx DIR [--model NAME_OR_PATH] [--dtype fp32|fp16]
+    bertlab assign DIR [--notebooks NN ...] [--solutions SRC]      (for teachers: nbgrader assignments)
 
 The pretrain flags are generated from the fields of `PretrainArgs` (pretraining/trainer.py): one flag per field,
 with the field's name, default and `help` metadata, and a type read from its annotation (bool: --x/--no-x, list:
@@ -150,6 +151,9 @@ def main(argv=None) -> int:
     from .finetuning import command as finetune_command  # the run folder's rules: --out, --overwrite
 
     finetune_command.extend_parser(sub.choices["finetune"])
+    from .course import grading  # `bertlab assign`: the exercises as nbgrader assignments
+
+    grading.add_parser(sub)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
@@ -200,6 +204,8 @@ def main(argv=None) -> int:
                 if args.command == "experiment" else ""
             print(f"bertlab {args.command}: interrupted{kept}", file=sys.stderr)
             return 130
+    if args.command == "assign":
+        return grading.main(args)
     if args.command == "lab":
         from .lab import main as lab_main
 

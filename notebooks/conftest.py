@@ -7,11 +7,16 @@ build/executed/ (or $BERTLAB_EXECUTED_DIR; set it to an empty string to write no
 and tests/browser/test_book_in_browser.py reuse it instead of running the notebook again (bertlab/book/record.py)."""
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+# bertlab.check keeps every answered attempt in the learner's progress file (bertlab/course/progress.py):
+# a test run keeps its own, fresh one, and never touches the learner's
+os.environ["BERTLAB_PROGRESS"] = os.path.join(tempfile.mkdtemp(prefix="bertlab-progress-"), "progress.json")
 
 EXECUTED = os.environ.get("BERTLAB_EXECUTED_DIR", str(Path(__file__).resolve().parents[1] / "build" / "executed"))
 

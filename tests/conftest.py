@@ -7,6 +7,8 @@ all different and mostly not powers of two, so a transposed or mis-reshaped tens
 from __future__ import annotations
 
 import importlib.util
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,10 @@ import torch
 import bertlab
 from bertlab import BertConfig, Tokenizer
 from testkit import HF_NAMES, ODD, make_batch, randomize_  # noqa: F401  (HF_NAMES re-exported)
+
+# bertlab.check keeps every answered attempt in the learner's progress file (bertlab/course/progress.py):
+# a test run keeps its own, fresh one, and never touches the learner's
+os.environ["BERTLAB_PROGRESS"] = os.path.join(tempfile.mkdtemp(prefix="bertlab-progress-"), "progress.json")
 
 
 @pytest.fixture

@@ -478,6 +478,8 @@ def check(exercise: str, answer) -> Result:
     message = verdict.message
     if not verdict.right:
         message += f" (stuck? bertlab.hint({ex.id!r}))"
+    from .progress import record  # the learner's progress file keeps each answered attempt (progress.py)
+    record(ex.id, verdict.right)
     return Result(ex.id, verdict.right, message, verdict.kind)
 
 
