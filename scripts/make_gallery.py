@@ -1,0 +1,38 @@
+"""Write tests/browser/fixtures/gallery.ipynb: every bertlab view, once, on the bundled bertlab-tiny.
+
+The browser tests open it in JupyterLab and Notebook 7 (and gallery_marimo.py in marimo), draw every view and
+drive each by typing and clicking. One source: VIEWS below; run this script after adding a view.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+
+OUT = Path(__file__).resolve().parents[1] / "tests" / "browser" / "fixtures" / "gallery.ipynb"
+
+# (class, constructor arguments as source): each view on bertlab-tiny, the small bundled model
+VIEWS = [
+    ("AttentionExplorer", '"The cat sat on the mat because it was warm.", model="bertlab-tiny"'),
+]
+
+
+def main() -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    names = ", ".join(sorted(c for c, _ in VIEWS))
+    nb.cells.append(nbformat.v4.new_markdown_cell(
+        "# Every view\n\nThe browser tests' fixture: each bertlab view once, drawn by its module "
+        "(bertlab.viz.views), on bertlab-tiny."))
+    nb.cells.append(nbformat.v4.new_code_cell(f"from bertlab.viz import {names}"))
+    for cls, args in VIEWS:
+        nb.cells.append(nbformat.v4.new_code_cell(f"{cls}({args})"))
+    for i, c in enumerate(nb.cells):
+        c["id"] = f"cell-{i}"
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, OUT)
+
+
+if __name__ == "__main__":
+    main()
