@@ -277,10 +277,10 @@ def test_mask_playground_bad_input(tiny):
     w = W.MaskPlayground("The dog barked.", model="bertlab-tiny", mask=None)
     assert w.figure is None and "click a token" in w.message.value
     w.mask("dog")
-    assert w.predictions and w.layers_out.outputs
+    assert w.predictions and not empty(w.layers_out)
     w.mask("cat")
     assert_message(w, "'cat' is not one of the text's tokens")
-    assert w.predictions is None and w.figure is None and w.layers_out.outputs == ()
+    assert w.predictions is None and w.figure is None and empty(w.layers_out)
     w.mask(0)
     assert_message(w, "position 0 cannot be masked")
     w.text.value = ""

@@ -18,15 +18,9 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-
-from testkit import free_port
 
 HERE = Path(__file__).resolve().parent
 GALLERY = HERE / "fixtures" / "gallery.ipynb"

@@ -107,7 +107,7 @@ class Element:
         """A subclass's chance to keep its value valid after a range or options change."""
 
     def spec(self) -> dict:
-        return {"kind": self.kind, **self._spec, "style": self.layout.css()}
+        return {"kind": self.kind, **self._spec, "css": self.layout.css()}
 
     def _push(self) -> None:
         if self._view is not None:
@@ -252,13 +252,16 @@ def _pairs(options) -> list[tuple[str, Any]]:
 class _Selection(Element):
     _spec_keys = ("value", "options", "description", "disabled", "button_style", "tooltips")
 
-    def __init__(self, options=(), value=None, description: str = "", disabled: bool = False, layout=None, **extra):
+    allow_none = True                        # no choice yet (a quiz before it is answered), as ipywidgets allows
+
+    def __init__(self, options=(), value=None, description: str = "", disabled: bool = False, layout=None,
+                 style=None, tooltips=None, **extra):
         options = list(options)
-        super().__init__(layout, options=options, description=description, disabled=disabled, **extra)
-        pairs = _pairs(options)
-        self._spec["value"] = value if value is not None or not pairs else pairs[0][1]
-        if value is not None:
-            self._spec["value"] = self._coerce(value)
+        super().__init__(layout, options=options, description=description, disabled=disabled, tooltips=tooltips,
+                         **extra)
+        self._spec["value"] = None if value is None else self._coerce(value)
+        if value is None and not self.allow_none and options:
+            self._spec["value"] = self.values[0]
 
     @property
     def values(self) -> list:
@@ -278,6 +281,8 @@ class _Selection(Element):
 
     def _coerce(self, value):
         vals = self.values
+        if value is None and self.allow_none:
+            return None
         if value not in vals:
             raise ValueError(f"{value!r} is not one of the {self.description or 'options'}: "
                              f"{', '.join(map(repr, vals[:8]))}{' …' if len(vals) > 8 else ''}")
@@ -287,9 +292,9 @@ class _Selection(Element):
         if key == "options":
             self._spec["options"] = list(self._spec["options"])
             vals = self.values
-            if self._spec.get("value") not in vals:
-                old = self._spec.get("value")
-                self._spec["value"] = vals[0] if vals else None
+            old = self._spec.get("value")
+            if old is not None and old not in vals:
+                self._spec["value"] = None if self.allow_none or not vals else vals[0]
                 self._notify(old, self._spec["value"])
 
     def spec(self) -> dict:
@@ -310,6 +315,7 @@ class _Selection(Element):
 
 class Dropdown(_Selection):
     kind = "dropdown"
+    allow_none = False
 
 
 class ToggleButtons(_Selection):
@@ -322,6 +328,7 @@ class RadioButtons(_Selection):
 
 class SelectionSlider(_Selection):
     kind = "selectionslider"
+    allow_none = False
 
 
 class Checkbox(Element):

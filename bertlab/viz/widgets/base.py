@@ -286,12 +286,15 @@ class Widget:
 
     def _start(self, rows: list, watch: list) -> None:
         """Lay the widget out as `rows` (its `view`), refresh when any control in `watch` changes, draw once."""
-        if self.module is None:                 # LEGACY (issue 28b)
-            self.view = self._kit.VBox(rows)
-        else:
-            self.view = View(W.VBox(rows), module=self.module)
+        self.view = self._make_view(rows)
         self._watch(*watch)
         self._run(self._update_checked)
+
+    def _make_view(self, rows: list):
+        """The widget's view: its rows of controls and panes, drawn by `js/<module>.js`."""
+        if self.module is None:                 # LEGACY (issue 28b): an ipywidgets box
+            return self._kit.VBox(rows)
+        return View(W.VBox(rows), module=self.module)
 
     # -- safe callbacks
     @contextlib.contextmanager

@@ -141,7 +141,7 @@ function h(tag, attrs, ...kids) {
 }
 
 function applyStyle(e, spec) {
-  const style = spec.style || {};
+  const style = spec.css || {};
   e.style.display = style.display === "none" ? "none" : "";
   for (const [k, v] of Object.entries(style)) if (k !== "display") e.style.setProperty(k, v);
 }
@@ -300,7 +300,23 @@ const CONTROLS = {
   },
 };
 CONTROLS.textarea = CONTROLS.text;
-CONTROLS.radio = CONTROLS.togglebuttons;
+CONTROLS.radio = function (spec, send) {
+  const group = h("div", { class: "bl-radio", role: "radiogroup" });
+  const name = "bl-radio-" + Math.random().toString(36).slice(2);
+  const e = h("div", { class: "bl-ctl" }, description(spec), group);
+  e.update = (s) => {
+    const labels = s.labels.join("\u0000");
+    if (e._labels !== labels) {
+      group.replaceChildren(...s.labels.map((l, i) => {
+        const r = h("input", { type: "radio", name, value: String(i), onchange: () => send(i) });
+        return h("label", { style: "display:block" }, r, document.createTextNode(" " + l));
+      }));
+      e._labels = labels;
+    }
+    group.querySelectorAll("input").forEach((r, i) => { r.checked = i === s.index; r.disabled = !!s.disabled; });
+  };
+  return e;
+};
 CONTROLS.floatslider = CONTROLS.intslider;
 
 // ---- the view ---------------------------------------------------------------------------------------------
