@@ -15,6 +15,14 @@ OUT = Path(__file__).resolve().parents[1] / "tests" / "browser" / "fixtures" / "
 # (class, constructor arguments as source): each view on bertlab-tiny, the small bundled model
 VIEWS = [
     ("AttentionExplorer", '"The cat sat on the mat because it was warm.", model="bertlab-tiny"'),
+    ("MaskPlayground", '"The dog ran along the river bank.", model="bertlab-tiny", mask="bank"'),
+    ("MaskingLab", '"The river was low after a long dry summer.", model="bertlab-tiny"'),
+    ("EmbeddingSumExplorer", '"The cat sat on the mat.", "It was warm there.", model="bertlab-tiny"'),
+    ("NSPExplorer", '"It rained all day.", "The river rose.", model="bertlab-tiny"'),
+    ("ContextExplorer", '"bank", model="bertlab-tiny"'),
+    ("Predict", '"How many heads does each layer of bertlab-tiny have?", choices=["1", "2", "4"], answer="2"'),
+    ("Quiz", '[("Which token does BERT predict in pre-training?", [("the masked ones", True, "yes: MLM"), '
+             '("the next one", False, "that is a left-to-right model")])], title="Gallery quiz"'),
 ]
 
 

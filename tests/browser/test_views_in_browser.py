@@ -77,16 +77,30 @@ def offline_page(browser, host: str, blocked: list[str]):
 ALL_DRAWN = """(n) => {
   const views = [...document.querySelectorAll('.bl-view')];
   if (views.length < n) return false;
-  return views.every(v => [...v.querySelectorAll('[data-kind=output]')].some(o => o.querySelector('.main-svg')
-                                                                          || o.innerHTML.length > 0)
-                          && v.dataset.drawn);
+  return views.every(v => {
+    const outs = [...v.querySelectorAll('[data-kind=output]')];
+    return v.dataset.drawn && (outs.length === 0 || outs.some(o => o.querySelector('.main-svg')));
+  });
 }"""
+STATE = """() => [...document.querySelectorAll('.bl-view')].map(v => ({
+  drawn: v.dataset.drawn, done: v.dataset.done, error: v.dataset.error,
+  outputs: [...v.querySelectorAll('[data-kind=output]')].map(o => o.querySelector('.main-svg') ? 'svg'
+                                                               : o.innerHTML.length),
+  text: v.innerText.slice(0, 120)}))"""
+
+
+def wait(page, js, arg=None, what=""):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    try:
+        return page.wait_for_function(js, arg=arg, timeout=TIMEOUT_MS, polling=100)
+    except PlaywrightTimeout:
+        pytest.fail(f"timed out waiting for {what}: {json.dumps(page.evaluate(STATE), indent=1)[:3000]}")
 
 
 def drive_views(page, n: int) -> dict:
     """Drive every view on the page: its first slider, its first text box, its first toggle button. Each
     change must come back drawn (the root's data-done becomes the event's number) with no error line."""
-    page.wait_for_function(ALL_DRAWN, arg=n, timeout=TIMEOUT_MS, polling=250)
+    wait(page, ALL_DRAWN, n, f"{n} views drawn")
     views = page.locator(".bl-view")
     assert views.count() == n
     driven = {}
@@ -97,21 +111,27 @@ def drive_views(page, n: int) -> dict:
         if slider.count():
             slider.focus()
             before = view.evaluate("v => v.dataset.done")
-            slider.press("ArrowRight")
+            at_end = slider.evaluate("s => +s.value >= +s.max")
+            slider.press("ArrowLeft" if at_end else "ArrowRight")
             wait_done(page, view, before)
             acts.append("slider")
-        text = view.locator("input[type=text]").first
-        if text.count() and text.input_value():
+        sentences = [t for t in view.locator("input[type=text]").all() if " " in t.input_value()]
+        if sentences:                   # a sentence, typed a little longer, then Enter (as a person would)
+            text = sentences[0]
             before = view.evaluate("v => v.dataset.done")
             text.fill(text.input_value().rstrip(".") + " again.")
+            text.press("Enter")
             wait_done(page, view, before)
             acts.append("text")
-        toggle = view.locator("button.bl-btn[aria-pressed=false]").first
-        if toggle.count():
-            before = view.evaluate("v => v.dataset.done")
-            toggle.click()
-            wait_done(page, view, before)
-            acts.append("click")
+        for kind, selector in (("toggle", "button.bl-btn[aria-pressed=false]:not([disabled])"),
+                               ("radio", "input[type=radio]:not([disabled])"),
+                               ("button", "button.bl-btn:not([aria-pressed]):not([disabled])")):
+            control = view.locator(selector).filter(visible=True).first
+            if control.count():
+                before = view.evaluate("v => v.dataset.done")
+                control.click()
+                wait_done(page, view, before)
+                acts.append(kind)
         assert acts, f"view {i} has nothing a person could change"
         assert not view.locator(".bl-html div[style*='#9f1c1c']").count(), view.inner_text()[:400]
         driven[i] = acts
@@ -119,9 +139,8 @@ def drive_views(page, n: int) -> dict:
 
 
 def wait_done(page, view, before) -> None:
-    view.evaluate_handle("v => v")   # the view is still there
-    page.wait_for_function("([v, b]) => v.dataset.done && v.dataset.done !== b",
-                           arg=[view.element_handle(), before], timeout=TIMEOUT_MS, polling=50)
+    wait(page, "([v, b]) => v.dataset.done && v.dataset.done !== b", [view.element_handle(), before],
+         "a view to answer a change")
 
 
 def latencies(page) -> list[float]:

@@ -168,9 +168,14 @@ const CONTROLS = {
       timer = setTimeout(fire, 120);          // typing: one event per pause, not one per key
     });
     input.addEventListener("change", fire);
+    input.addEventListener("keydown", (ev) => { if (ev.key === "Enter" && kind !== "textarea") fire(); });
+    let lastSent = spec.value;
+    const send0 = send;
+    send = (v) => { if (v !== lastSent) { lastSent = v; send0(v); } };
     const e = h("span", { class: "bl-ctl bl-wide" }, description(spec), input);
     e.update = (s) => {
       spec = s;
+      lastSent = s.value;
       if (input.value !== s.value && (document.activeElement !== input || timer === null)) input.value = s.value;
       input.placeholder = s.placeholder || "";
       input.disabled = !!s.disabled;
