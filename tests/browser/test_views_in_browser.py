@@ -18,9 +18,15 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
+
+from testkit import free_port
 
 HERE = Path(__file__).resolve().parent
 GALLERY = HERE / "fixtures" / "gallery.ipynb"
@@ -68,7 +74,14 @@ def offline_page(browser, host: str, blocked: list[str]):
     context.route("**/*", route)
     page = context.new_page()
     errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+
+    def on_error(e) -> None:
+        # Notebook 7.6 with expose_app_in_browser throws "reading 'schema'" from its own settings code
+        # (notebook_core.js) on every page, with or without a view: not ours, so not counted
+        first_frame = (e.stack or "").split("\n")[1:2]
+        if not (first_frame and "/static/notebook/notebook_core." in first_frame[0]):
+            errors.append(f"{e}: {(e.stack or '')[:400]}")
+    page.on("pageerror", on_error)
     return page, errors
 
 
@@ -143,6 +156,17 @@ def wait_done(page, view, before) -> None:
          "a view to answer a change")
 
 
+def run_gallery(page, url: str) -> None:
+    """Open the gallery in a Jupyter front end (Lab 4 or Notebook 7: both expose `window.jupyterapp`), wait for
+    its kernel, run every cell."""
+    page.goto(url)
+    app = "window.jupyterapp && window.jupyterapp.shell.currentWidget"
+    page.wait_for_function(f"() => {app} && {app}.sessionContext && {app}.sessionContext.session "
+                           f"&& {app}.sessionContext.session.kernel "
+                           f"&& {app}.sessionContext.session.kernel.status === 'idle'", timeout=90_000, polling=250)
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+
+
 def latencies(page) -> list[float]:
     return page.evaluate("() => (globalThis.__bertlab && globalThis.__bertlab.latencies || []).map(l => l.ms)")
 
@@ -162,13 +186,7 @@ def test_views_in_jupyterlab(lab, browser, report):
     blocked: list[str] = []
     page, errors = offline_page(browser, host, blocked)
     try:
-        page.goto(f"{lab.url}/lab/tree/gallery.ipynb?token={lab.token}")
-        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
-                               "&& window.jupyterapp.shell.currentWidget.sessionContext", timeout=90_000)
-        page.wait_for_function("() => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session"
-                               " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;"
-                               " return k && k.status === 'idle'; }", timeout=90_000, polling=250)
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        run_gallery(page, f"{lab.url}/lab/tree/gallery.ipynb?token={lab.token}")
         driven = drive_views(page, n_views())
         report.append(summary("JupyterLab", latencies(page)) + f"; driven {driven}")
         assert not errors, errors
@@ -176,3 +194,81 @@ def test_views_in_jupyterlab(lab, browser, report):
     finally:
         page.context.close()
         lab.shutdown_kernels()
+
+
+# ---- Notebook 7 ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def notebook7(tmp_path_factory):
+    """A Notebook 7 server on 127.0.0.1 (its own config, data and runtime folders) serving the gallery."""
+    pytest.importorskip("notebook", reason="Notebook 7 is not installed (pip install notebook)")
+    base = tmp_path_factory.mktemp("nb7")
+    root = base / "root"
+    root.mkdir()
+    shutil.copy(GALLERY, root / "gallery.ipynb")
+    env = dict(os.environ, OMP_NUM_THREADS="1", JUPYTER_PLATFORM_DIRS="1")
+    for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
+                     ("JUPYTER_DATA_DIR", "data"), ("IPYTHONDIR", "ipython")):
+        env[var] = str(base / sub)
+        (base / sub).mkdir()
+    port, token = free_port(), os.urandom(16).hex()
+    cmd = [sys.executable, "-m", "notebook", "--no-browser", "--ip", "127.0.0.1", f"--port={port}",
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
+           "--JupyterNotebookApp.expose_app_in_browser=True"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    log = base / "server.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(f"{url}/api/status?token={token}", proc, log)
+        yield url, token
+    finally:
+        stop(proc)
+
+
+def wait_for_http(url: str, proc, log: Path, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        if proc.poll() is not None:
+            pytest.fail(f"the server exited with code {proc.returncode}:\n{log.read_text(errors='replace')[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=5):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                pytest.fail(f"the server did not answer within {seconds:.0f} s:\n"
+                            f"{log.read_text(errors='replace')[-3000:]}")
+            time.sleep(0.25)
+
+
+def stop(proc) -> None:
+    """SIGINT twice (Jupyter shuts its kernels down), then SIGTERM, then SIGKILL: by PID, ours only."""
+    import signal
+    for sig, wait_s in ((signal.SIGINT, 0.5), (signal.SIGINT, 10), (signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+        if proc.poll() is not None:
+            return
+        try:
+            os.kill(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def test_views_in_notebook7(notebook7, browser, report):
+    url, token = notebook7
+    blocked: list[str] = []
+    page, errors = offline_page(browser, url.split("//", 1)[1], blocked)
+    try:
+        run_gallery(page, f"{url}/notebooks/gallery.ipynb?token={token}")
+        driven = drive_views(page, n_views())
+        report.append(summary("Notebook 7", latencies(page)) + f"; driven {driven}")
+        assert not errors, errors
+        assert not blocked, f"the page asked the network for {blocked}"
+    finally:
+        page.context.close()

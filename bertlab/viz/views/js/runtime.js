@@ -331,9 +331,18 @@ CONTROLS.floatslider = CONTROLS.intslider;
 function renderView({ model, el }, panes = {}) {
   ensureStyle(el);
   const root = h("div", { class: "bl-view" });
-  // keys typed into a control are the control's: not a notebook's shortcuts (arrows, "a", "b", space...)
+  // keys typed into a control are the control's, not a notebook's shortcuts (arrows, "a", "b", space...).
+  // JupyterLab and Notebook 7 read keys on the document, in the capture phase in Notebook 7: a listener on
+  // the window, which sees a key first, stops it there; the browser still types it into the control.
   root.setAttribute("data-lm-suppress-shortcuts", "true");
-  root.addEventListener("keydown", (e) => e.stopPropagation());
+  if (!G.keyGuard) {
+    G.keyGuard = (e) => {
+      const t = e.target;
+      if (t && t.closest && t.closest(".bl-view") && /^(INPUT|SELECT|TEXTAREA|BUTTON)$/.test(t.tagName)
+          && e.key !== "Escape" && !(e.key === "Enter" && e.shiftKey)) e.stopPropagation();
+    };
+    window.addEventListener("keydown", G.keyGuard, true);
+  }
   el.appendChild(root);
   const built = {};                          // id → element
   const drawnRev = {};                       // pane id → content rev drawn
