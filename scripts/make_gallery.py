@@ -1,4 +1,5 @@
-"""Write tests/browser/fixtures/gallery.ipynb: every bertlab view, once, on the bundled bertlab-tiny.
+"""Write tests/browser/fixtures/gallery.ipynb and its marimo twin gallery_marimo.py: every bertlab view, once,
+on the bundled bertlab-tiny.
 
 The browser tests open it in JupyterLab and Notebook 7 (and gallery_marimo.py in marimo), draw every view and
 drive each by typing and clicking. One source: VIEWS below; run this script after adding a view.
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import nbformat
 
-OUT = Path(__file__).resolve().parents[1] / "tests" / "browser" / "fixtures" / "gallery.ipynb"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "browser" / "fixtures"
+OUT, MARIMO = FIXTURES / "gallery.ipynb", FIXTURES / "gallery_marimo.py"
 
 # (class, constructor arguments as source): each view on bertlab-tiny, the small bundled model
 VIEWS = [
@@ -29,17 +31,46 @@ VIEWS = [
 def main() -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    names = ", ".join(sorted(c for c, _ in VIEWS))
     nb.cells.append(nbformat.v4.new_markdown_cell(
         "# Every view\n\nThe browser tests' fixture: each bertlab view once, drawn by its module "
         "(bertlab.viz.views), on bertlab-tiny."))
-    nb.cells.append(nbformat.v4.new_code_cell(f"from bertlab.viz import {names}"))
+    nb.cells.append(nbformat.v4.new_code_cell(import_line()))
     for cls, args in VIEWS:
         nb.cells.append(nbformat.v4.new_code_cell(f"{cls}({args})"))
     for i, c in enumerate(nb.cells):
         c["id"] = f"cell-{i}"
     OUT.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, OUT)
+    MARIMO.write_text(marimo_app())
+
+
+def import_line() -> str:
+    """`from bertlab.viz import ...` of every view, one name a line (as ruff formats a long import)."""
+    names = "".join(f"    {c},\n" for c in sorted({c for c, _ in VIEWS}, key=str.lower))
+    return f"from bertlab.viz import (\n{names})"
+
+
+def marimo_app() -> str:
+    """The same views as a marimo app: each view's anywidget (`.view`) wrapped by `mo.ui.anywidget`."""
+    names = ", ".join(sorted(c for c, _ in VIEWS))
+    imports = import_line().replace("\n", "\n    ")
+    cells = [f"""@app.cell
+def _():
+    import marimo as mo
+
+    {imports}
+    return ({names}, mo)
+"""]
+    for i, (cls, args) in enumerate(VIEWS):
+        cells.append(f"""@app.cell
+def _({cls}, mo):
+    view_{i} = mo.ui.anywidget({cls}({args}).view)
+    view_{i}
+    return
+""")
+    head = ('"""Every bertlab view in marimo (written by scripts/make_gallery.py; `marimo run` this file)."""\n\n'
+            "import marimo\n\napp = marimo.App()\n\n\n")
+    return head + "\n\n".join(cells) + '\n\nif __name__ == "__main__":\n    app.run()\n'
 
 
 if __name__ == "__main__":

@@ -87,15 +87,20 @@ def offline_page(browser, host: str, blocked: list[str]):
 
 # ---- what every front end shares: wait for the views, drive each ----------------------------------------
 
+# every view on the page, inside shadow roots too (marimo draws each widget in one)
+VIEWS = """(() => { const out = []; const walk = (root) => {
+  root.querySelectorAll('.bl-view').forEach(v => out.push(v));
+  root.querySelectorAll('*').forEach(e => { if (e.shadowRoot) walk(e.shadowRoot); }); };
+  walk(document); return out; })()"""
 ALL_DRAWN = """(n) => {
-  const views = [...document.querySelectorAll('.bl-view')];
+  const views = """ + VIEWS + """;
   if (views.length < n) return false;
   return views.every(v => {
     const outs = [...v.querySelectorAll('[data-kind=output]')];
     return v.dataset.drawn && (outs.length === 0 || outs.some(o => o.querySelector('.main-svg')));
   });
 }"""
-STATE = """() => [...document.querySelectorAll('.bl-view')].map(v => ({
+STATE = """() => """ + VIEWS + """.map(v => ({
   drawn: v.dataset.drawn, done: v.dataset.done, error: v.dataset.error,
   outputs: [...v.querySelectorAll('[data-kind=output]')].map(o => o.querySelector('.main-svg') ? 'svg'
                                                                : o.innerHTML.length),
@@ -268,6 +273,43 @@ def test_views_in_notebook7(notebook7, browser, report):
         run_gallery(page, f"{url}/notebooks/gallery.ipynb?token={token}")
         driven = drive_views(page, n_views())
         report.append(summary("Notebook 7", latencies(page)) + f"; driven {driven}")
+        assert not errors, errors
+        assert not blocked, f"the page asked the network for {blocked}"
+    finally:
+        page.context.close()
+
+
+# ---- marimo -------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def marimo_app(tmp_path_factory):
+    """`marimo run` of the gallery's marimo twin on 127.0.0.1 (no token: the port is local and random)."""
+    pytest.importorskip("marimo", reason="marimo is not installed (pip install marimo)")
+    base = tmp_path_factory.mktemp("marimo")
+    app = base / "gallery_marimo.py"
+    shutil.copy(MARIMO_GALLERY, app)
+    port = free_port()
+    env = dict(os.environ, OMP_NUM_THREADS="1", MARIMO_SKIP_UPDATE_CHECK="1", HOME=str(base))
+    cmd = [sys.executable, "-m", "marimo", "run", str(app), "--headless", "--host", "127.0.0.1", "-p", str(port),
+           "--no-token", "--no-sandbox"]
+    log = base / "server.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=base, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_http(f"{url}/health", proc, log)
+        yield url
+    finally:
+        stop(proc)
+
+
+def test_views_in_marimo(marimo_app, browser, report):
+    blocked: list[str] = []
+    page, errors = offline_page(browser, marimo_app.split("//", 1)[1], blocked)
+    try:
+        page.goto(marimo_app)
+        driven = drive_views(page, n_views())
+        report.append(summary("marimo", latencies(page)) + f"; driven {driven}")
         assert not errors, errors
         assert not blocked, f"the page asked the network for {blocked}"
     finally:

@@ -119,13 +119,17 @@ const CSS = `
 .bl-out iframe{border:0;width:100%;min-height:420px}
 `;
 
-function ensureStyle(root) {
-  const doc = root.ownerDocument || document;
-  if (doc.getElementById(STYLE_ID)) return;
-  const s = doc.createElement("style");
+function ensureStyle(el) {
+  // once per document, or once per shadow root (marimo draws each widget inside one, where the page's
+  // styles do not reach)
+  const node = el.getRootNode ? el.getRootNode() : document;
+  const shadow = typeof ShadowRoot !== "undefined" && node instanceof ShadowRoot;
+  const holder = shadow ? node : (el.ownerDocument || document).head;
+  if (holder.querySelector("#" + STYLE_ID)) return;
+  const s = document.createElement("style");
   s.id = STYLE_ID;
   s.textContent = CSS;
-  doc.head.appendChild(s);
+  holder.appendChild(s);
 }
 
 function h(tag, attrs, ...kids) {
