@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 __all__ = ["Layout", "Element", "Text", "Textarea", "HTML", "Label", "Output", "Button", "Dropdown", "ToggleButton",
            "ToggleButtons", "RadioButtons", "SelectionSlider", "IntSlider", "FloatSlider", "Checkbox",
-           "BoundedIntText", "HBox", "VBox", "Box", "Change"]
+           "BoundedIntText", "Play", "HBox", "VBox", "Box", "Change"]
 
 _ids = itertools.count(1)
 
@@ -400,6 +400,21 @@ class BoundedIntText(IntSlider):
     def __init__(self, value=0, min=0, max=100, step=1, description: str = "", disabled: bool = False,
                  layout=None):
         super().__init__(value, min, max, step, description, disabled, "d", False, layout)
+
+
+class Play(IntSlider):
+    """ipywidgets' Play: ▶ steps `value` from min to max, one step every `interval` ms, in the browser.
+
+    The module's timer sends each step as a person's change (the same `event` a slider sends), so Python's
+    observers run for every frame; where ipywidgets linked a Play to a slider in the browser (`jslink`), a view
+    links them in Python (observe one, set the other). Setting `value` from Python moves it as a slider does."""
+    kind = "play"
+    _spec_keys = IntSlider._spec_keys + ("interval",)
+
+    def __init__(self, value=0, min=0, max=100, step=1, interval: int = 100, description: str = "",
+                 disabled: bool = False, layout=None):
+        super().__init__(value, min, max, step, description, disabled, "d", True, layout)
+        self._spec["interval"] = int(interval)
 
 
 # ---- rows and columns ----------------------------------------------------------------------------------

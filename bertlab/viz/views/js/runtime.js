@@ -308,6 +308,33 @@ const CONTROLS = {
     return e;
   },
 };
+// ▶ / ⏸: while playing, one step every `interval` ms, each sent as a person's change; the next step waits for
+// Python's answer to the last (the view's `done`), so a slow figure slows the replay instead of queueing steps.
+CONTROLS.play = function (spec, send, kind, model) {
+  let timer = null;
+  let value = spec.value;
+  const b = h("button", { class: "bl-btn", type: "button", "aria-label": "play" });
+  const stop = () => { clearInterval(timer); timer = null; b.textContent = "\u25B6"; b.setAttribute("aria-pressed", "false"); };
+  const tick = () => {
+    if (!b.isConnected) return stop();
+    if (model && model.get("done") < b._sent) return;            // the last step is not drawn yet
+    if (value >= spec.max) return stop();
+    b._sent = Date.now() * 1000;
+    send(value + 1);
+  };
+  b.addEventListener("click", () => {
+    if (timer) return stop();
+    if (value >= spec.max) send(spec.min);                       // at the end: start again from the first
+    b._sent = 0;
+    b.textContent = "\u23F8";
+    b.setAttribute("aria-pressed", "true");
+    timer = setInterval(tick, Math.max(50, spec.interval || 100));
+  });
+  const e = h("span", { class: "bl-ctl" }, description(spec), b);
+  e.update = (s) => { spec = s; value = s.value; b.disabled = !!s.disabled; if (!timer) stop(); };
+  e.button = b;
+  return e;
+};
 CONTROLS.textarea = CONTROLS.text;
 CONTROLS.radio = function (spec, send) {
   const group = h("div", { class: "bl-radio", role: "radiogroup" });
@@ -374,7 +401,7 @@ function renderView({ model, el }, panes = {}) {
       e.update = () => {};
     } else {
       const make = CONTROLS[spec.kind];
-      e = make ? make(spec, (v, click) => send(id, v, click), spec.kind) : h("span", { text: `(${spec.kind})` });
+      e = make ? make(spec, (v, click) => send(id, v, click), spec.kind, model) : h("span", { text: `(${spec.kind})` });
       if (!e.update) e.update = () => {};
     }
     e.dataset.id = id;
