@@ -13,12 +13,12 @@ import html
 import numbers
 from collections.abc import Iterable
 
-import ipywidgets as W
 import plotly.graph_objects as go
 import torch
 
 from ... import probe
 from .. import figures as F
+from ..views import controls as W
 from .base import WIDE, WITH_HEADS, Widget, controls_row, show_figure, text_arg, whole_arg
 
 __all__ = ["HeadAblation"]
@@ -36,6 +36,7 @@ class HeadAblation(Widget):
     """
 
     default_model = "bertlab-mini"
+    module = "view"
 
     def __init__(self, text: str = "Tom went to the [MASK] to open a savings account.", model="bertlab-mini",
                  top_k: int = 5):
