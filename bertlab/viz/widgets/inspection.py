@@ -13,7 +13,6 @@ probes in bertlab.probe.neurons, .saliency and .nearest.
 
 from __future__ import annotations
 
-
 from ...probe import has_mlm_head
 from ...probe.nearest import nearest_contexts
 from ...probe.neurons import attention_neurons
