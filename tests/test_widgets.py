@@ -58,22 +58,17 @@ def as_json(fig) -> dict:
 
 def shown(out) -> dict:
     """The plotly figure a pane holds, as the browser receives it (a view's: arrays as binary float32)."""
-    if isinstance(out, ipywidgets.Output):          # a widget not yet on the view base (issue 28b)
-        assert len(out.outputs) == 1
-        return out.outputs[0]["data"]["application/vnd.plotly.v1+json"]
     assert out.content is not None and "figure" in out.content
     return out.content["figure"]
 
 
 def draws(out, fig) -> bool:
     """Whether the pane `out` sends the browser exactly `fig` (arrays to float32 precision)."""
-    if isinstance(out, ipywidgets.Output):
-        return shown(out)["data"] == as_json(fig)["data"]
     return same_figure(shown(out), fig)
 
 
 def empty(out) -> bool:
-    return out.outputs == () if isinstance(out, ipywidgets.Output) else out.empty
+    return out.empty
 
 
 def assert_message(w, *parts):
@@ -91,7 +86,7 @@ ALL = [W.AttentionExplorer, W.MaskPlayground, W.MaskingLab, W.EmbeddingSumExplor
 @pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
 def test_view_is_a_displayable_widget(cls, tiny):
     w = cls(model="bertlab-tiny")
-    assert isinstance(w.view, ipywidgets.DOMWidget)     # an anywidget is one (the legacy ones: a VBox)
+    assert isinstance(w.view, ipywidgets.DOMWidget)     # an anywidget is one
     bundle = w._repr_mimebundle_()
     bundle = bundle[0] if isinstance(bundle, tuple) else bundle   # anywidget's: (bundle, metadata)
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == w.view.model_id

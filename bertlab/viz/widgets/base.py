@@ -1,7 +1,7 @@
 """What every widget shares: the model menu, the message line, the Output areas, and safe callbacks.
 
-A widget is a small object around an `ipywidgets.VBox` (its `.view`); a bare widget at the end of a cell,
-or `display(w)`, shows it. Every control is a real ipywidget, observed on its `value`, so Python drives a
+A widget is a small object around a view (its `.view`, an anywidget); a bare widget at the end of a cell,
+or `display(w)`, shows it. Every control is observed on its `value`, as an ipywidget is, so Python drives a
 widget exactly as a person does and reads the result back synchronously.
 
 Why it never shows a traceback: every callback runs inside `Widget._run`, which turns any exception into a
@@ -63,44 +63,13 @@ def load_model(name: str) -> tuple:
 
 
 # ---- rendering: the view base's show_figure and show_html (bertlab.viz.views) ----------------------------
-# LEGACY, until the last widget moves onto the view base (issue 28b): a widget with `module = None` is still
-# an ipywidgets box with plotly in Output areas; these helpers serve both and the legacy branch goes with it.
 
-def _legacy(obj) -> bool:
-    import ipywidgets
-    return isinstance(obj, ipywidgets.Widget)
-
-
-def show_figure(out, fig) -> None:
-    """Show `fig` in the pane `out` (None empties it); `out.figure` is then `fig`."""
-    if not _legacy(out):
-        return _show_figure(out, fig)
-    import json
-
-    import plotly.io as pio
-    if fig is None:
-        out.outputs = ()
-        return
-    data = json.loads(pio.to_json(fig, validate=False))
-    data["config"] = {}
-    title = fig.layout.title.text or "figure"
-    bundle = {"application/vnd.plotly.v1+json": data, "text/plain": f"<plotly figure: {title}>"}
-    out.outputs = ({"output_type": "display_data", "data": bundle, "metadata": {}},)
-
-
-def show_html(out, markup: str | None, plain: str = "") -> None:
-    """Show `markup` in the pane `out` as HTML (or empty it, for None)."""
-    if not _legacy(out):
-        return _show_html(out, markup, plain)
-    out.outputs = () if markup is None else (
-        {"output_type": "display_data", "data": {"text/html": markup, "text/plain": plain}, "metadata": {}},)
+show_figure = _show_figure
+show_html = _show_html
 
 
 def controls_row(*children):
     """Controls side by side, wrapping onto the next line where the notebook is narrow."""
-    if any(_legacy(c) for c in children):
-        import ipywidgets
-        return ipywidgets.HBox(list(children), layout=ipywidgets.Layout(flex_flow="row wrap", align_items="center"))
     return W.HBox(list(children), layout=W.Layout(flex_flow="row wrap", align_items="center"))
 
 
@@ -136,14 +105,9 @@ class Widget:
     """
 
     default_model = "minilm"
-    module: str | None = None               # the ES module that draws it: bertlab/viz/views/js/<module>.js
+    module: str = "view"                    # the ES module that draws it: bertlab/viz/views/js/<module>.js
 
     def __init__(self, model=None):
-        if self.module is None:                 # LEGACY (issue 28b): an ipywidgets box, until it moves
-            import ipywidgets
-            W = ipywidgets                      # noqa: N806
-        else:
-            from ..views import controls as W  # noqa: N806
         self._kit = W
         self.message = W.HTML(value="")
         self.error: str | None = None       # the last interaction's error message, None when it worked
@@ -292,8 +256,6 @@ class Widget:
 
     def _make_view(self, rows: list):
         """The widget's view: its rows of controls and panes, drawn by `js/<module>.js`."""
-        if self.module is None:                 # LEGACY (issue 28b): an ipywidgets box
-            return self._kit.VBox(rows)
         return View(W.VBox(rows), module=self.module)
 
     # -- safe callbacks
