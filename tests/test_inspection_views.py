@@ -318,3 +318,25 @@ def test_context_search_moves_with_the_layer(minilm, loaded):
     assert w.html == nearest_contexts_html(expected) and w.out.html == w.html     # the table the browser shows
     w.word.value = "zebra"
     assert w.error and "zebra" in w.error and w.result is None and w.out.empty
+
+
+LONG = ("The old river bank was muddy after the long storm, so the children who had come to fish there "
+        "walked back up the [MASK] to the village before dark.")                # ~32 tokens
+
+
+def test_every_figure_of_the_views_fits_a_notebook(loaded):
+    """≤ 1,000 px wide, at the default settings and at 32 tokens (a wider figure scrolls in a notebook)."""
+    from bertlab.viz.widgets import HeadAblation, MinimalPairs, NeuronExplorer, SaliencyExplorer
+
+    for text in (None, LONG):
+        kw = {} if text is None else {"text": text}
+        a = HeadAblation(**kw)
+        a.rank.click()
+        n = NeuronExplorer(**kw)
+        s = SaliencyExplorer(**kw, steps=4)
+        m = MinimalPairs(*(() if text is None else (text, text.replace("village", "town"))))
+        m.patch_button.click()
+        for w, fig in ((a, a.figure), (a, a.importance_figure), (n, n.figure), (s, s.figure), (m, m.figure),
+                       (m, m.patch_figure)):
+            assert w.error is None, w.error
+            assert fig.layout.width is not None and fig.layout.width <= 1000, (type(w).__name__, fig.layout.width)

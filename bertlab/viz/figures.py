@@ -406,7 +406,7 @@ def head_importance_figure(scores) -> go.Figure:
         colorbar=dict(title="score"), hovertemplate="layer %{y}, head %{x}<br>importance %{z:.3f}<extra></extra>"))
     return finish(fig, "head importance: the darker the cell, the more that head matters",
                    xaxis=dict(title="head", dtick=1), yaxis=dict(title="layer", dtick=1, autorange="reversed"),
-                   width=max(420, 44 * A + 180), height=max(300, 36 * L + 150))
+                   width=min(1000, max(420, 44 * A + 180)), height=max(300, 36 * L + 150))
 
 
 # ---- head ablation -------------------------------------------------------------------------------------
@@ -428,7 +428,7 @@ def ablation_figure(effect) -> go.Figure:
         return finish(fig, f"how far each token's output vector moves with heads off ({off})",
                       xaxis=dict(title="token", tickangle=45),
                       yaxis=dict(title="cosine distance from all heads on", rangemode="tozero"),
-                      width=max(520, 26 * len(labels) + 160), height=420)
+                      width=min(1000, max(520, 26 * len(labels) + 160)), height=420)
     rows = [GuessChange(*row) for row in effect.compared]             # (token, before, after) triples work too
     tokens = [row.token for row in rows]
     labels = token_labels(tokens)
