@@ -25,6 +25,18 @@ VIEWS = [
     ("Predict", '"How many heads does each layer of bertlab-tiny have?", choices=["1", "2", "4"], answer="2"'),
     ("Quiz", '[("Which token does BERT predict in pre-training?", [("the masked ones", True, "yes: MLM"), '
              '("the next one", False, "that is a left-to-right model")])], title="Gallery quiz"'),
+    ("HeadAblation", '"Tom went to the [MASK] to open a savings account.", model="bertlab-tiny"'),
+    ("NeuronExplorer", '"The cat sat on the mat because it was warm.", model="bertlab-tiny", layer=0, head=1'),
+    ("SaliencyExplorer", '"The river [MASK] was muddy after the storm.", model="bertlab-tiny", steps=8'),
+    ("ContextSearch", '"He sat on the bank of the river.", "bank", model="bertlab-tiny", k=3, '
+                      'corpus=["The bank raised its rates.", "We fished from the grassy bank.", '
+                      '"She opened an account at the bank.", "Ducks rested on the muddy bank."]'),
+    ("MinimalPairs", '"Tom went to the [MASK] to open a savings account.", '
+                     '"Tom went to the [MASK] to open a birthday present.", model="bertlab-tiny"'),
+    # three snapshots of bertlab-tiny as it is (a run's would come from read_snapshots(out)): steps to replay
+    ("SnapshotReplay", '[__import__("bertlab.pretraining.snapshots", fromlist=["take"]).take('
+                       '*__import__("bertlab").load("bertlab-tiny"), "The cat sat on the [MASK].", step) '
+                       'for step in (0, 50, 100)]'),
 ]
 
 

@@ -97,7 +97,7 @@ ALL_DRAWN = """(n) => {
   if (views.length < n) return false;
   return views.every(v => {
     const outs = [...v.querySelectorAll('[data-kind=output]')];
-    return v.dataset.drawn && (outs.length === 0 || outs.some(o => o.querySelector('.main-svg')));
+    return v.dataset.drawn && (outs.length === 0 || outs.some(o => o.querySelector('.main-svg, table')));
   });
 }"""
 STATE = """() => """ + VIEWS + """.map(v => ({
