@@ -31,8 +31,9 @@ VIEWS = [
     ("ContextSearch", '"He sat on the bank of the river.", "bank", model="bertlab-tiny", k=3, '
                       'corpus=["The bank raised its rates.", "We fished from the grassy bank.", '
                       '"She opened an account at the bank.", "Ducks rested on the muddy bank."]'),
+    # b is a token longer than a, so the chart draws at once and the heatmap once a word is typed into a
     ("MinimalPairs", '"Tom went to the [MASK] to open a savings account.", '
-                     '"Tom went to the [MASK] to open a birthday present.", model="bertlab-tiny"'),
+                     '"Tom went to the [MASK] to open a birthday present today.", model="bertlab-tiny"'),
     # three snapshots of bertlab-tiny as it is (a run's would come from read_snapshots(out)): steps to replay
     ("SnapshotReplay", '[__import__("bertlab.pretraining.snapshots", fromlist=["take"]).take('
                        '*__import__("bertlab").load("bertlab-tiny"), "The cat sat on the [MASK].", step) '

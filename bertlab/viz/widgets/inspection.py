@@ -54,9 +54,8 @@ class NeuronExplorer(Widget):
         self._shape = None                      # (tokens, Dh) of the figure on show: same → patch in place
         self._wanted_query = query
         self._layer_sliders(layer, head)
-        self._start([controls_row(self.model_select), self.text,
-                    controls_row(self.layer, self.head, self.show_view), self.query,
-                    self.message, self.out, self.view_out],
+        self._start([controls_row(self.model_select), self.text, controls_row(self.layer, self.head), self.query,
+                    self.message, self.out, self.show_view, self.view_out],       # the toggle above what it shows
                     watch=[self.text, self.layer, self.head, self.query, self.show_view])
 
     def _forget(self) -> None:
