@@ -16,6 +16,7 @@ from test_trainer import TINY  # noqa: E402
 from bertlab.pretraining import read_snapshots  # noqa: E402
 from bertlab.pretraining.trainer import pretrain  # noqa: E402
 from bertlab.viz.replay import ALL_HEADS, SnapshotReplay, intra_similarity_figure, snapshot_figure  # noqa: E402
+from bertlab.viz.views import controls as C  # noqa: E402
 from bertlab.viz.views import same_figure, unpack  # noqa: E402
 from testkit import corpus, one_thread  # noqa: E402,F401  (fixtures)
 
@@ -139,6 +140,8 @@ def test_play_steps_the_slider_as_the_page_sends_it(run, shots):
     assert w.play.value == 3 and w.view.nodes[w.play.id]["value"] == 3
     w.view.event = {"id": w.play.id, "value": 9, "n": 6}          # past the end: clamped, as a slider is
     assert w.view.done == 6 and w.play.value == 3 and w.snapshot.step == 6
+    w.view.event = {"id": w.play.id, "value": "x", "n": 7}        # not a step: answered, nothing moves
+    assert w.view.done == 7 and w.snapshot.step == 6 and same_figure(w.out.content["figure"], w.figure)
 
 
 def test_layer_head_and_mask_menus_swap_the_figure(shots):
@@ -179,3 +182,19 @@ def test_bad_sources_say_what_to_pass(tmp_path, shots):
         SnapshotReplay([json.dumps({"step": 0})])
     with pytest.raises(ValueError, match="layer 3 does not exist"):
         SnapshotReplay(shots, layer=3)
+
+
+def test_play_takes_whole_steps_and_says_what_it_wanted():
+    with pytest.raises(ValueError, match="takes a number, got 'x'"):
+        C.Play(value="x", description="play")
+    for bad in (0, 2.5, "600", True):
+        with pytest.raises(ValueError, match="milliseconds between steps"):
+            C.Play(interval=bad)
+    p = C.Play(value=1, min=0, max=3, interval=600)
+    seen = []
+    p.observe(lambda change: seen.append(change.new), names="value")
+    p.value = 9                                                  # past the end: clamped, as a slider is
+    assert p.value == 3 and seen == [3] and p.spec()["interval"] == 600
+    with pytest.raises(ValueError, match="takes a number"):
+        p._from_front("next")                                    # the page sends numbers only
+    assert p.value == 3

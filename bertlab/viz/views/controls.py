@@ -413,6 +413,9 @@ class Play(IntSlider):
 
     def __init__(self, value=0, min=0, max=100, step=1, interval: int = 100, description: str = "",
                  disabled: bool = False, layout=None):
+        if isinstance(interval, bool) or not isinstance(interval, numbers.Integral) or interval < 1:
+            raise ValueError(f"interval is the milliseconds between steps, a whole number of at least 1, "
+                             f"got {interval!r}")
         super().__init__(value, min, max, step, description, disabled, "d", True, layout)
         self._spec["interval"] = int(interval)
 
