@@ -505,6 +505,16 @@ def test_head_ablation_with_minilm_measures_the_output(mini, minilm):
     assert "no [MASK] in the text" in w.message.value
 
 
+def test_switching_every_head_sends_the_page_one_grid(minilm, monkeypatch):
+    w = W.HeadAblation("The river bank was muddy.", model="minilm")     # 6 × 12 buttons
+    sent = []
+    real = w.view.send_state
+    monkeypatch.setattr(w.view, "send_state", lambda key=None: (sent.append(key), real(key))[1])
+    w.set_ablated(list(w.heads))
+    assert len(w.ablated) == 72 and w.view.nodes[w.heads[max(w.heads)].id]["value"] is True
+    assert len(sent) < 10, sent                  # not one message per button (144 without holding the sync)
+
+
 def test_head_ablation_bad_input(tiny):
     w = W.HeadAblation(model="bertlab-tiny")
     w.text.value = ""

@@ -9,6 +9,7 @@ The numbers are probe.Ablation's: the widget keeps one per text, so each click c
 
 from __future__ import annotations
 
+import contextlib
 import html
 import numbers
 from collections.abc import Iterable
@@ -88,7 +89,8 @@ class HeadAblation(Widget):
         A head that does not exist, or an item that is not a (layer, head) pair of ints, is a ValueError
         and no head changes."""
         heads = self._check_heads(heads)
-        with self._hold():
+        # one message to the page for the whole grid, not one per button (a 12 × 12 grid is 144 buttons)
+        with self.view.hold_sync() if hasattr(self, "view") else contextlib.nullcontext(), self._hold():
             for lh, b in self.heads.items():
                 b.value = lh in heads
         self._update_checked()
