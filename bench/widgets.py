@@ -20,6 +20,7 @@ NSP head, so MaskPlayground and NSPExplorer run on bertlab-tiny and bertlab-mini
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import time
@@ -204,6 +205,33 @@ def ablation_toggle(model, tok):
     return w, step
 
 
+class _Replay:
+    """SnapshotReplay as run_case reads a widget: `figure`, `error` (it has no model, so no message line)."""
+
+    def __init__(self, replay, tokens: int):
+        self.replay, self.error, self.tokens = replay, None, tokens
+
+    @property
+    def figure(self):
+        return self.replay.figure
+
+
+def replay_step(model, tok):
+    """SnapshotReplay's step slider over 8 snapshots of a 32-token sentence (what ▶ does, one frame each)."""
+    from bertlab.pretraining.snapshots import take
+    from bertlab.viz.replay import SnapshotReplay
+
+    m, t = W.load_model(model)
+    text = fit(t, PASSAGE.replace(" bank ", " [MASK] ", 1))
+    shot = take(m, t, text, 0)
+    w = SnapshotReplay([dataclasses.replace(shot, step=10 * k) for k in range(8)])
+    steps = list(w.step.options)
+
+    def step(i):
+        w.step.value = steps[i % len(steps)]
+    return _Replay(w, len(shot.tokens)), step
+
+
 CASES = [  # (widget, interaction, build, models)
     ("AttentionExplorer", "layer-slider", attention_slider, MODELS),
     ("AttentionExplorer", "text", attention_text, MODELS),
@@ -221,6 +249,7 @@ CASES = [  # (widget, interaction, build, models)
     ("SaliencyExplorer", "target-ig16", saliency_method("integrated_gradients", 16), WITH_HEADS),
     ("ContextSearch", "layer-slider", context_search_layer, MODELS),
     ("MinimalPairs", "patch-resid-16", patch_click, WITH_HEADS),
+    ("SnapshotReplay", "step-slider", replay_step, WITH_HEADS),
 ]
 
 # cases with their own target (p95): a patching sweep is (L + 1) × T forward rows, integrated gradients a
@@ -254,6 +283,8 @@ def run_case(build, name: str, interactions: int, warmup: int) -> dict:
 
 
 def _tokens(w) -> int | str:
+    if isinstance(w, _Replay):
+        return w.tokens
     if hasattr(w, "text_a"):
         return len(w.tokenizer(w.text_a.value))
     if hasattr(w, "text"):

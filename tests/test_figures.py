@@ -235,7 +235,9 @@ def test_attention_heatmap_is_one_head(run):
     _, _, enc, out = run
     fig = viz.attention_heatmap(out, enc.tokens, layer=2, head=3)
     np.testing.assert_allclose(arr(fig.data[0].z), out.attentions[2][0, 3].numpy(), atol=ATOL)
-    assert list(fig.data[0].customdata[1][4]) == [enc.tokens[1], enc.tokens[4]]
+    assert list(fig.data[0].y)[1] == f"{enc.tokens[1]} (1)" and list(fig.data[0].x)[4] == f"{enc.tokens[4]} (4)"
+    assert fig.data[0].hovertemplate.startswith("%{y} → %{x}")   # hover names both tokens from the axes
+    assert fig.data[0].customdata is None                           # no T² strings to send
     with pytest.raises(ValueError, match="layer 6 does not exist"):
         viz.attention_heatmap(out, enc.tokens, layer=6)
 

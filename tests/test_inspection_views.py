@@ -34,6 +34,7 @@ from bertlab.viz.inspection import (  # noqa: E402
     saliency_figure,
 )
 from bertlab.viz.neuron_view import neuron_view, neuron_view_data, neuron_view_html  # noqa: E402
+from bertlab.viz.views import same_figure  # noqa: E402
 from testkit import embedded_params, model_attentions, one_thread, urls_in  # noqa: E402, F401  (one_thread: a fixture)
 
 SENTENCE = "The cat sat on the mat because it was warm."
@@ -269,12 +270,16 @@ def test_neuron_explorer_follows_the_clicked_query(minilm, loaded):
     for got, want in zip(w.figure.data, expected.data):          # ... to exactly what neuron_figure draws
         assert got.to_plotly_json() == want.to_plotly_json()
     assert w.figure.layout.title.text == expected.layout.title.text
+    assert same_figure(w.out.content["figure"], expected)         # the browser gets the new query's figure
     w.text.value = "A dog barked."                                # new text: new tokens, new buttons
     assert [label for label, _ in w.query.options][:2] == ["[CLS] (0)", "a (1)"]
     w.head.value = 5
     assert w.neurons.head == 5 and w.figure.layout.title.text.startswith("layer 0, head 5")
     w.show_view.value = True                                      # bertviz's neuron view of the same text
     assert urls_in(w.view_html) == [] and embedded_params(w.view_html)["head"] == 5
+    assert w.view_out.html == w.view_html and w.view_out.content["frame"]   # its scripts run in a frame
+    w.show_view.value = False
+    assert w.view_out.empty and w.view_html is None
     w.text.value = ""
     assert w.error and "empty" in w.error and w.figure is None
 
@@ -290,6 +295,7 @@ def test_saliency_explorer_redraws_for_each_method(loaded):
     w.method.value = "gradient"
     expected = saliency(model, tok, text, method="gradient")
     assert torch.allclose(torch.tensor(w.figure.data[0].z[0]), torch.as_tensor(expected.scores).float(), atol=1e-5)
+    assert same_figure(w.out.content["figure"], w.figure)
     w.text.value = "She put her money in the [MASK] on Monday."
     assert w.error is None and "money" in "".join(w.figure.data[0].x)
     w.text.value = "No mask here."
@@ -309,6 +315,28 @@ def test_context_search_moves_with_the_layer(minilm, loaded):
     w.layer.value = 0
     expected = nearest_contexts(model, tok, "He sat on the bank of the stream.", "bank", corpus=corpus, layer=0, k=2)
     assert w.result.layer == 0 and [h.sentence for h in w.result.hits] == [h.sentence for h in expected.hits]
-    assert w.html == nearest_contexts_html(expected)
+    assert w.html == nearest_contexts_html(expected) and w.out.html == w.html     # the table the browser shows
     w.word.value = "zebra"
-    assert w.error and "zebra" in w.error and w.result is None
+    assert w.error and "zebra" in w.error and w.result is None and w.out.empty
+
+
+LONG = ("The old river bank was muddy after the long storm, so the children who had come to fish there "
+        "walked back up the [MASK] to the village before dark.")                # ~32 tokens
+
+
+def test_every_figure_of_the_views_fits_a_notebook(loaded):
+    """≤ 1,000 px wide, at the default settings and at 32 tokens (a wider figure scrolls in a notebook)."""
+    from bertlab.viz.widgets import HeadAblation, MinimalPairs, NeuronExplorer, SaliencyExplorer
+
+    for text in (None, LONG):
+        kw = {} if text is None else {"text": text}
+        a = HeadAblation(**kw)
+        a.rank.click()
+        n = NeuronExplorer(**kw)
+        s = SaliencyExplorer(**kw, steps=4)
+        m = MinimalPairs(*(() if text is None else (text, text.replace("village", "town"))))
+        m.patch_button.click()
+        for w, fig in ((a, a.figure), (a, a.importance_figure), (n, n.figure), (s, s.figure), (m, m.figure),
+                       (m, m.patch_figure)):
+            assert w.error is None, w.error
+            assert fig.layout.width is not None and fig.layout.width <= 1000, (type(w).__name__, fig.layout.width)

@@ -14,6 +14,7 @@ from bertlab.probe.mixing import context_mixing, mixing_scoreboard  # noqa: E402
 from bertlab.probe.patching import patch  # noqa: E402
 from bertlab.viz import intervention as F  # noqa: E402
 from bertlab.viz import widgets as W  # noqa: E402
+from bertlab.viz.views import same_figure  # noqa: E402
 from testkit import no_hooks_anywhere  # noqa: E402
 
 A = "Tom went to the [MASK] to open a savings account."
@@ -72,7 +73,7 @@ def test_minimal_pairs_widget_compares_then_patches_on_a_click(mini):
     assert torch.allclose(torch.tensor(w.patch_figure.data[0].z), w.patching.effect, atol=1e-6)
     assert "largest effect" in w.message.value
     w.site.value = "head"                                   # a new site: the heatmap follows
-    assert w.patching.site == "head" and len(w.patch_out.outputs) == 1
+    assert w.patching.site == "head" and same_figure(w.patch_out.content["figure"], w.patch_figure)
     assert w.patching.effect.shape == (model.config.num_hidden_layers, model.config.num_attention_heads)
     assert no_hooks_anywhere(model)
 
@@ -97,7 +98,7 @@ def test_before_the_first_click_no_sweep_runs(mini):
     w = W.MinimalPairs(A, B)
     w.direction.value = "noise"
     w.text_b.value = "Tom went to the [MASK] to open a birthday card."
-    assert w.patching is None and w.patch_out.outputs == () and w.error is None
+    assert w.patching is None and w.patch_out.empty and w.error is None
 
 
 def test_minimal_pairs_widget_edits_and_mistakes_are_messages(mini):
@@ -106,7 +107,7 @@ def test_minimal_pairs_widget_edits_and_mistakes_are_messages(mini):
     assert w.error is None and w.comparison.text_b.endswith("red wine.")   # lengths may differ for the chart
     w.patch_button.click()
     assert "same number of tokens" in w.error and w.patching is None
-    assert w.comparison is not None and len(w.out.outputs) == 1          # the chart stays on screen
+    assert w.comparison is not None and same_figure(w.out.content["figure"], w.figure)   # the chart stays on screen
     w.text_a.value = "No mask in this one."
     assert "exactly one [MASK]" in w.error and w.comparison is None
     w.text_a.value = A

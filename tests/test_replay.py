@@ -16,6 +16,8 @@ from test_trainer import TINY  # noqa: E402
 from bertlab.pretraining import read_snapshots  # noqa: E402
 from bertlab.pretraining.trainer import pretrain  # noqa: E402
 from bertlab.viz.replay import ALL_HEADS, SnapshotReplay, intra_similarity_figure, snapshot_figure  # noqa: E402
+from bertlab.viz.views import controls as C  # noqa: E402
+from bertlab.viz.views import same_figure, unpack  # noqa: E402
 from testkit import corpus, one_thread  # noqa: E402,F401  (fixtures)
 
 TEXT = "The river [MASK] was muddy after the [MASK]."
@@ -34,9 +36,9 @@ def shots(run):
 
 
 def shown(out) -> dict:
-    """The plotly figure an Output area holds, as the browser receives it."""
-    assert len(out.outputs) == 1
-    return out.outputs[0]["data"]["application/vnd.plotly.v1+json"]
+    """The plotly figure a view's pane holds, as the browser receives it (arrays as binary float32)."""
+    assert out.content is not None and "figure" in out.content
+    return unpack(out.content["figure"])
 
 
 # ---- the figure ----------------------------------------------------------------------------------------
@@ -93,6 +95,17 @@ def test_bad_choices_say_what_exists(shots):
         snapshot_figure(shots[0], p_max=2)
 
 
+def test_the_figure_fits_a_notebook(shots):
+    s = shots[-1]
+    T, (L, A) = 60, s.attention.shape[:2]                       # a long sentence: the heatmap stops growing
+    long = dataclasses.replace(s, tokens=[f"w{i}" for i in range(T)],
+                               attentions=[[[[1 / T] * T] * T] * A] * L)
+    assert snapshot_figure(s, layer=0, head=0).layout.width <= 1000
+    assert snapshot_figure(long, layer=0, head=0).layout.width <= 1000
+    assert snapshot_figure(s, layer=0, head=ALL_HEADS).layout.width <= 1000
+    assert intra_similarity_figure(shots).layout.width <= 1000
+
+
 def test_a_sentence_without_mask_shows_heads_and_says_there_are_no_guesses(shots):
     s = dataclasses.replace(shots[0], guesses=[])
     fig = snapshot_figure(s, layer=0, head=0)
@@ -112,6 +125,23 @@ def test_moving_the_slider_shows_that_steps_snapshot(run, shots):
     assert list(w.figure.data[-1].customdata) == [t for t, _ in shots[2].guesses[0]]
     assert shown(w.out)["layout"]["title"]["text"] == w.figure.layout.title.text   # what the browser gets
     assert w.similarity.layout.shapes[0].x0 == 4
+    assert same_figure(w.out.content["figure"], w.figure) and same_figure(w.similarity_out.content["figure"],
+                                                                         w.similarity)
+
+
+def test_play_steps_the_slider_as_the_page_sends_it(run, shots):
+    w = SnapshotReplay(run)
+    assert (w.play.min, w.play.max, w.play.value) == (0, 3, 0)
+    w.view.event = {"id": w.play.id, "value": 2, "n": 5}          # ▶'s third frame, as the module sends it
+    assert w.view.done == 5 and w.step.value == 4 and w.snapshot.step == 4
+    assert [list(r) for r in w.figure.data[0].z] == shots[2].attentions[0][0]
+    assert w.view.nodes[w.step.id]["index"] == 2                  # the page's slider moved with it
+    w.step.value = 6                                              # and the slider moves ▶'s position
+    assert w.play.value == 3 and w.view.nodes[w.play.id]["value"] == 3
+    w.view.event = {"id": w.play.id, "value": 9, "n": 6}          # past the end: clamped, as a slider is
+    assert w.view.done == 6 and w.play.value == 3 and w.snapshot.step == 6
+    w.view.event = {"id": w.play.id, "value": "x", "n": 7}        # not a step: answered, nothing moves
+    assert w.view.done == 7 and w.snapshot.step == 6 and same_figure(w.out.content["figure"], w.figure)
 
 
 def test_layer_head_and_mask_menus_swap_the_figure(shots):
@@ -135,7 +165,8 @@ def test_layer_head_and_mask_menus_swap_the_figure(shots):
 def test_the_replay_is_a_displayable_widget(run):
     w = SnapshotReplay(run, layer=1, head=ALL_HEADS)
     bundle = w._repr_mimebundle_()
-    assert "application/vnd.jupyter.widget-view+json" in bundle
+    bundle = bundle[0] if isinstance(bundle, tuple) else bundle   # anywidget's: (bundle, metadata)
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == w.view.model_id
     assert w.play.max == len(w.step.options) - 1
     assert "4 snapshots" in repr(w)
 
@@ -151,3 +182,19 @@ def test_bad_sources_say_what_to_pass(tmp_path, shots):
         SnapshotReplay([json.dumps({"step": 0})])
     with pytest.raises(ValueError, match="layer 3 does not exist"):
         SnapshotReplay(shots, layer=3)
+
+
+def test_play_takes_whole_steps_and_says_what_it_wanted():
+    with pytest.raises(ValueError, match="takes a number, got 'x'"):
+        C.Play(value="x", description="play")
+    for bad in (0, 2.5, "600", True):
+        with pytest.raises(ValueError, match="milliseconds between steps"):
+            C.Play(interval=bad)
+    p = C.Play(value=1, min=0, max=3, interval=600)
+    seen = []
+    p.observe(lambda change: seen.append(change.new), names="value")
+    p.value = 9                                                  # past the end: clamped, as a slider is
+    assert p.value == 3 and seen == [3] and p.spec()["interval"] == 600
+    with pytest.raises(ValueError, match="takes a number"):
+        p._from_front("next")                                    # the page sends numbers only
+    assert p.value == 3

@@ -185,14 +185,15 @@ def attention_map_figure(amap: AttentionMap) -> go.Figure:
     T = len(tokens)
     labels = token_labels(tokens)
     fig = go.Figure(go.Heatmap(
-        z=weights.tolist(), x=labels, y=labels, colorscale=SEQUENTIAL, zmin=0.0, zmax=float(weights.max()),
-        customdata=[[[q, k] for k in tokens] for q in tokens],
-        hovertemplate="%{customdata[0]} → %{customdata[1]}<br>weight %{z:.3f}<extra></extra>",
+        z=weights, x=labels, y=labels, colorscale=SEQUENTIAL, zmin=0.0, zmax=float(weights.max()),
+        # the axis labels name both tokens on hover: no per-cell custom data (T² strings at 512 tokens is MBs)
+        hovertemplate="%{y} → %{x}<br>weight %{z:.3f}<extra></extra>",
         colorbar=dict(title="weight"),
     ))
     return finish(fig, f"{amap.title}: where each token looks",
                   xaxis_title="attends to (key)", yaxis_title="token (query)",
-                  yaxis_autorange="reversed", width=max(420, 28 * T + 160), height=max(380, 24 * T + 140))
+                  yaxis_autorange="reversed", width=min(1000, max(420, 28 * T + 160)),
+                  height=min(1000, max(380, 24 * T + 140)))     # ≤ 1,000 px: a long text gets smaller cells
 
 
 def attention_grid(out: BertOutput, tokens: Sequence[str], batch_index: int = 0, max_tokens: int = 128,
@@ -405,7 +406,7 @@ def head_importance_figure(scores) -> go.Figure:
         colorbar=dict(title="score"), hovertemplate="layer %{y}, head %{x}<br>importance %{z:.3f}<extra></extra>"))
     return finish(fig, "head importance: the darker the cell, the more that head matters",
                    xaxis=dict(title="head", dtick=1), yaxis=dict(title="layer", dtick=1, autorange="reversed"),
-                   width=max(420, 44 * A + 180), height=max(300, 36 * L + 150))
+                   width=min(1000, max(420, 44 * A + 180)), height=max(300, 36 * L + 150))
 
 
 # ---- head ablation -------------------------------------------------------------------------------------
@@ -427,7 +428,7 @@ def ablation_figure(effect) -> go.Figure:
         return finish(fig, f"how far each token's output vector moves with heads off ({off})",
                       xaxis=dict(title="token", tickangle=45),
                       yaxis=dict(title="cosine distance from all heads on", rangemode="tozero"),
-                      width=max(520, 26 * len(labels) + 160), height=420)
+                      width=min(1000, max(520, 26 * len(labels) + 160)), height=420)
     rows = [GuessChange(*row) for row in effect.compared]             # (token, before, after) triples work too
     tokens = [row.token for row in rows]
     labels = token_labels(tokens)

@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from ..probe import attention_rollout
+from ..probe import attention_map, attention_rollout
 from .look import COLORS, DIVERGING, SEQUENTIAL, finish, token_labels
 
 __all__ = ["neuron_figure", "saliency_figure", "head_types_figure", "contextuality_figure",
@@ -77,7 +77,7 @@ def neuron_figure(neurons, query=0) -> go.Figure:
     fig.update_xaxes(title_text="dimension of q and k", row=1, col=1)
     fig.update_xaxes(range=[0, 1], row=1, col=3)
     return finish(fig, f"layer {neurons.layer}, head {neurons.head}: how {tokens[i]!r} ({i}) picks where to look",
-                   showlegend=False, height=max(360, 22 * T + 160), width=1020, margin=dict(l=110, r=80, t=80, b=60))
+                   showlegend=False, height=max(360, 22 * T + 160), width=1000, margin=dict(l=110, r=80, t=80, b=60))
 
 
 # ---- attribution beside attention ---------------------------------------------------------------------
@@ -109,7 +109,8 @@ def saliency_rows(result, attentions, position=None) -> dict[str, torch.Tensor]:
                          f"saliency result, got {got}: run the model on the same text with output_attentions=True")
     i = _saliency_position(result, tokens, position)
     scores = torch.as_tensor(result.scores).detach().float().cpu().reshape(-1)
-    last = layers[-1][0, :, i].detach().float().cpu().mean(0)                 # (T,): mean over heads
+    # (T,): the last layer's heads averaged, by probe's one attention normaliser (attention_map)
+    last = attention_map(list(layers), tokens, layer=len(layers) - 1, head="all", reduce="mean").weights[i]
     rollout = attention_rollout([a[:1] for a in layers])[0, i]                 # (T,)
     method = getattr(result, "method", "attribution").replace("_", " ")
     return {method: scores, "attention, last layer (mean of heads)": last, "attention rollout": rollout}
@@ -143,7 +144,7 @@ def saliency_figure(result, attentions, position=None) -> go.Figure:
     target = getattr(result, "target", None)
     what = f"the prediction {target!r} at {tokens[i]} ({i})" if target else f"{tokens[i]} ({i})"
     return finish(fig, f"what {what} depends on, and what it attends to",
-                   width=max(560, 62 * len(tokens) + 120), height=120 + 110 * len(rows),
+                   width=min(1000, max(560, 62 * len(tokens) + 120)), height=120 + 110 * len(rows),
                    margin=dict(l=30, r=20, t=80, b=90))
 
 

@@ -49,7 +49,7 @@ def patching_figure(p) -> go.Figure:
     fig.update_xaxes(tickangle=-45, title="head" if p.site == "head" else "position (clean/corrupt)")
     fig.update_yaxes(title="layer", autorange=True)
     width = max(700, 60 + 42 * len(p.columns))
-    return finish(fig, title, height=150 + 36 * len(p.rows), width=min(width, 1180),
+    return finish(fig, title, height=150 + 36 * len(p.rows), width=min(width, 1000),
                   margin=dict(l=110, r=20, t=75, b=110))
 
 
@@ -67,7 +67,7 @@ def fill_shift_figure(c) -> go.Figure:
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(title="P(word at [MASK])")
     return finish(fig, "What the changed word does to the [MASK]: the words that moved most", barmode="group",
-                  height=140 + 34 * len(words), legend=dict(orientation="h", y=-0.2))
+                  width=760, height=140 + 34 * len(words), legend=dict(orientation="h", y=-0.2))
 
 
 def mixing_figure(mix) -> go.Figure:

@@ -22,13 +22,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-import ipywidgets as W
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..pretraining.snapshots import Snapshot, read_snapshots
 from .look import COLORS, PALETTE, SEQUENTIAL, check_index, finish, token_labels
-from .widgets.base import show_figure
+from .views import View, show_figure
+from .views import controls as W
 
 __all__ = ["snapshot_figure", "intra_similarity_figure", "SnapshotReplay", "ALL_HEADS"]
 
@@ -94,7 +94,8 @@ def snapshot_figure(snapshot: Snapshot, layer: int = 0, head: int | str | None =
 
     labels = token_labels(s.tokens)
     T = len(labels)
-    cell = 200 if len(heads) > 1 else max(260, 22 * T)                        # pixels per heatmap side
+    # pixels per heatmap side: the whole figure stays within 1,000 px (a notebook's width), however many heads
+    cell = max(90, min(200, 580 // len(heads) - 20)) if len(heads) > 1 else min(560, max(260, 22 * T))
     widths = [1.0] * len(heads) + [0.9 if len(heads) == 1 else 1.4]
     which = f"[MASK] #{mask_index + 1} of {n_masks}" if n_masks > 1 else "[MASK]"
     titles = [f"head {h}" for h in heads] + [f"top {len(guesses)} guesses at {which}" if guesses
@@ -156,11 +157,13 @@ def intra_similarity_figure(snapshots: Sequence[Snapshot], step: int | None = No
 class SnapshotReplay:
     """A step slider over a run's snapshots, with layer, head and [MASK] menus, and ▶ to play the run.
 
-    `source` is a run folder or a list of Snapshots. Every control is a real ipywidget observed on its
-    `value`, so Python drives it as a person does: set `w.step.value = 40` (a recorded step), `w.layer.value`,
-    `w.head.value` (a head, or ALL_HEADS), `w.mask.value`, then read `w.figure` (the attention and guesses
-    of that step) and `w.similarity` (intra-sentence similarity, the step marked). `w.snapshot` is the
-    snapshot shown. The replay needs no model: everything comes from what the run recorded.
+    `source` is a run folder or a list of Snapshots. It shows as a view (bertlab.viz.views: one anywidget,
+    drawn by the same module in every front end); its controls are observed on their `value`, so Python drives
+    it as a person does: set `w.step.value = 40` (a recorded step), `w.layer.value`, `w.head.value` (a head, or
+    ALL_HEADS), `w.mask.value`, or `w.play.value` (the index of a step: what ▶ sends, one step at a time), then
+    read `w.figure` (the attention and guesses of that step) and `w.similarity` (intra-sentence similarity, the
+    step marked). `w.snapshot` is the snapshot shown. The replay needs no model: everything comes from what
+    the run recorded.
     """
 
     def __init__(self, source, layer: int = 0, head: int | str = 0, mask_index: int = 0):
@@ -174,9 +177,8 @@ class SnapshotReplay:
 
         steps = [s.step for s in self.snapshots]
         self.step = W.SelectionSlider(options=steps, value=steps[0], description="step",
-                                      continuous_update=True, layout=W.Layout(width="60%"))
+                                      layout=W.Layout(width="60%"))
         self.play = W.Play(min=0, max=len(steps) - 1, value=0, interval=600, description="play the run")
-        W.jslink((self.play, "value"), (self.step, "index"))    # ▶ moves the slider in the browser
         self.layer = W.Dropdown(options=[(f"layer {i}", i) for i in range(L)], value=layer % L,
                                 description="layer", layout=W.Layout(width="160px"))
         self.head = W.Dropdown(options=[("all heads", ALL_HEADS)] + [(f"head {h}", h) for h in range(A)],
@@ -189,10 +191,14 @@ class SnapshotReplay:
         self.out, self.similarity_out = W.Output(), W.Output()
         self.figure: go.Figure | None = None
         self.similarity: go.Figure | None = None
+        # ▶ and the slider are one position: the play button's value is the slider's index (ipywidgets linked
+        # them in the browser; a view links them here, so Python and the page agree on every frame)
+        self.play.observe(lambda change: setattr(self.step, "value", steps[change.new]), names="value")
+        self.step.observe(lambda change: setattr(self.play, "value", self.step.index), names="value")
         for control in (self.step, self.layer, self.head, self.mask):
             control.observe(self._update, names="value")
-        self.view = W.VBox([W.HBox([self.play, self.step]), W.HBox([self.layer, self.head, self.mask]),
-                            self.out, self.similarity_out])
+        self.view = View(W.VBox([W.HBox([self.play, self.step]), W.HBox([self.layer, self.head, self.mask]),
+                                 self.out, self.similarity_out]))
         self._update()
 
     @property

@@ -9,16 +9,17 @@ The numbers are probe.Ablation's: the widget keeps one per text, so each click c
 
 from __future__ import annotations
 
+import contextlib
 import html
 import numbers
 from collections.abc import Iterable
 
-import ipywidgets as W
 import plotly.graph_objects as go
 import torch
 
 from ... import probe
 from .. import figures as F
+from ..views import controls as W
 from .base import WIDE, WITH_HEADS, Widget, controls_row, show_figure, text_arg, whole_arg
 
 __all__ = ["HeadAblation"]
@@ -36,6 +37,7 @@ class HeadAblation(Widget):
     """
 
     default_model = "bertlab-mini"
+    module = "view"
 
     def __init__(self, text: str = "Tom went to the [MASK] to open a savings account.", model="bertlab-mini",
                  top_k: int = 5):
@@ -87,7 +89,8 @@ class HeadAblation(Widget):
         A head that does not exist, or an item that is not a (layer, head) pair of ints, is a ValueError
         and no head changes."""
         heads = self._check_heads(heads)
-        with self._hold():
+        # one message to the page for the whole grid, not one per button (a 12 × 12 grid is 144 buttons)
+        with self.view.hold_sync() if hasattr(self, "view") else contextlib.nullcontext(), self._hold():
             for lh, b in self.heads.items():
                 b.value = lh in heads
         self._update_checked()

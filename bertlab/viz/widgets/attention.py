@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import html
 
-import ipywidgets as W
 import plotly.graph_objects as go
 
 from ... import probe
@@ -21,6 +20,7 @@ from ...probe.attention_maps import attention_map
 from .. import figures as F
 from ..bertviz_views import BERTVIZ_MAX_TOKENS, head_view_html
 from ..look import token_labels
+from ..views import controls as W
 from .base import WIDE, WITH_HEADS, Widget, controls_row, show_figure, show_html, text_arg
 
 # what the heatmap shows: (label, (layer choice, head choice, reduce)); "this" is the layer slider's layer
@@ -44,6 +44,8 @@ class AttentionExplorer(Widget):
     (`head_view_html`). Moving a control reuses the forward pass; `figure` is built once and then updated
     in place (the same object, new data).
     """
+
+    module = "attention"
 
     def __init__(self, text: str = "The cat sat on the mat because it was warm.", text_pair: str = "",
                  model="minilm", layer: int = 0, head: int = 0):
@@ -123,7 +125,7 @@ class AttentionExplorer(Widget):
                 self.grid_figure = F.attention_grid(out, enc.tokens)
                 self._keys["grid"] = self._fwd_key
                 show_figure(self.grid_out, self.grid_figure)
-        elif self.grid_out.outputs:
+        elif not self.grid_out.empty:
             show_figure(self.grid_out, None)
             self._keys.pop("grid", None)
 
@@ -138,7 +140,7 @@ class AttentionExplorer(Widget):
                     return
                 self._keys["head_view"] = self._fwd_key
                 show_html(self.head_view_out, self.head_view_html, "bertviz head view")
-        elif self.head_view_out.outputs:
+        elif not self.head_view_out.empty:
             show_html(self.head_view_out, None)
             self._keys.pop("head_view", None)
 
@@ -152,13 +154,12 @@ class AttentionExplorer(Widget):
         tokens, weights = amap.tokens, amap.weights
         fig, trace = self.figure, self.figure.data[0]
         with fig.batch_update():
-            trace.z = weights.tolist()
+            trace.z = weights                   # numpy: it goes to the browser as a float32 buffer
             trace.zmax = float(weights.max())
             fig.layout.title.text = f"{amap.title}: where each token looks"
             if tokens != self._tokens:
                 labels = token_labels(tokens)
                 trace.x = trace.y = labels
-                trace.customdata = [[[q, k] for k in tokens] for q in tokens]
                 fig.layout.width, fig.layout.height = self._sizes[len(tokens)]
                 self._tokens = tokens
 

@@ -1,37 +1,39 @@
 """What every widget shares: the model menu, the message line, the Output areas, and safe callbacks.
 
-A widget is a small object around an `ipywidgets.VBox` (its `.view`); a bare widget at the end of a cell,
-or `display(w)`, shows it. Every control is a real ipywidget, observed on its `value`, so Python drives a
+A widget is a small object around a view (its `.view`, an anywidget); a bare widget at the end of a cell,
+or `display(w)`, shows it. Every control is observed on its `value`, as an ipywidget is, so Python drives a
 widget exactly as a person does and reads the result back synchronously.
 
 Why it never shows a traceback: every callback runs inside `Widget._run`, which turns any exception into a
 one-line message in `w.message`. Why it is fast enough to use while typing: `Widget._forward` keeps the
 forward pass of the current text, so a slider or a toggle reuses it.
 
-Figures go into `ipywidgets.Output` areas as plotly's own mime bundle (`application/vnd.plotly.v1+json`,
-what `display(fig)` sends in JupyterLab), set directly on `Output.outputs` (`show_figure`): that works the
-same inside and outside a kernel, so a test sees exactly what the browser gets, and nothing is printed.
-Widgets do no model maths: every number comes from a public function of bertlab.probe.
+Every widget is drawn by a view (bertlab.viz.views: one anywidget, one ES module, the same in JupyterLab,
+Notebook 7, VS Code, Colab, marimo and the book). Its controls are the view's controls, spelled as ipywidgets
+spells them; its figures go into `Output` panes (`show_figure`), which hold the go.Figure for Python to read
+and send the module plotly JSON with binary arrays. Widgets do no model maths: every number comes from a
+public function of bertlab.probe.
 """
 
 from __future__ import annotations
 
 import contextlib
 import html
-import json
 import logging
 import numbers
 import os
 from typing import Any, Callable, Iterator
 
-import ipywidgets as W
 import plotly.graph_objects as go
-import plotly.io as pio
 
 from ... import probe
 from ...checkpoint import load
 from ...deprecation import warn_renamed
 from ..look import check_index
+from ..views import View
+from ..views import controls as W
+from ..views import show_figure as _show_figure
+from ..views import show_html as _show_html
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +43,7 @@ __all__ = ["Widget", "load_model", "model_options", "show_figure", "show_html", 
 MODEL_NAMES = ("bertlab-mini", "bertlab-tiny", "minilm")
 DISPLAY_NAMES = {"bertlab-mini": "bertlab-mini", "bertlab-tiny": "bertlab-tiny", "minilm": "MiniLM"}
 WITH_HEADS = "bertlab-mini"             # the bundled model pre-trained with both MLM and NSP heads on real English
-WIDE = W.Layout(width="95%")
+WIDE = {"width": "95%"}                 # a text box's width (a dict: views and ipywidgets both take it)
 
 
 def model_options() -> list[str]:
@@ -60,27 +62,13 @@ def load_model(name: str) -> tuple:
     return LOADED[name]
 
 
-# ---- rendering ---------------------------------------------------------------------------------------
+# ---- rendering: the view base's show_figure and show_html (bertlab.viz.views) ----------------------------
 
-def show_figure(out: W.Output, fig: go.Figure | None) -> None:
-    """Show `fig` in `out` (or empty it): plotly's mime bundle, as `display(fig)` sends it in JupyterLab."""
-    if fig is None:
-        out.outputs = ()
-        return
-    data = json.loads(pio.to_json(fig, validate=False))
-    data["config"] = {}
-    title = fig.layout.title.text or "figure"
-    bundle = {"application/vnd.plotly.v1+json": data, "text/plain": f"<plotly figure: {title}>"}
-    out.outputs = ({"output_type": "display_data", "data": bundle, "metadata": {}},)
+show_figure = _show_figure
+show_html = _show_html
 
 
-def show_html(out: W.Output, markup: str | None, plain: str = "") -> None:
-    """Show `markup` in `out` as HTML (or empty it, for None), with `plain` as its text form."""
-    out.outputs = () if markup is None else (
-        {"output_type": "display_data", "data": {"text/html": markup, "text/plain": plain}, "metadata": {}},)
-
-
-def controls_row(*children) -> W.HBox:
+def controls_row(*children):
     """Controls side by side, wrapping onto the next line where the notebook is narrow."""
     return W.HBox(list(children), layout=W.Layout(flex_flow="row wrap", align_items="center"))
 
@@ -117,8 +105,10 @@ class Widget:
     """
 
     default_model = "minilm"
+    module: str = "view"                    # the ES module that draws it: bertlab/viz/views/js/<module>.js
 
     def __init__(self, model=None):
+        self._kit = W
         self.message = W.HTML(value="")
         self.error: str | None = None       # the last interaction's error message, None when it worked
         self.out = W.Output()
@@ -243,9 +233,9 @@ class Widget:
         for name, value in (("layer", layer), ("head", head)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Integral)):
                 raise ValueError(f"{name} must be a whole number (negative counts from the end), got {value!r}")
-        self.layer = W.IntSlider(value=0, min=0, max=0, description="layer")
+        self.layer = self._kit.IntSlider(value=0, min=0, max=0, description="layer")
         if head is not None:
-            self.head = W.IntSlider(value=0, min=0, max=0, description="head")
+            self.head = self._kit.IntSlider(value=0, min=0, max=0, description="head")
         self._sliders = "layer and head" if head is not None else "hidden states"
         if self.model is None:
             return
@@ -260,9 +250,13 @@ class Widget:
 
     def _start(self, rows: list, watch: list) -> None:
         """Lay the widget out as `rows` (its `view`), refresh when any control in `watch` changes, draw once."""
-        self.view = W.VBox(rows)
+        self.view = self._make_view(rows)
         self._watch(*watch)
         self._run(self._update_checked)
+
+    def _make_view(self, rows: list):
+        """The widget's view: its rows of controls and panes, drawn by `js/<module>.js`."""
+        return View(W.VBox(rows), module=self.module)
 
     # -- safe callbacks
     @contextlib.contextmanager

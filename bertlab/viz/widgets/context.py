@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import ipywidgets as W
-
 from ... import probe
 from .. import figures as F
+from ..views import controls as W
 from .base import Widget, controls_row, show_figure, text_arg
 
 __all__ = ["ContextExplorer", "BANK"]
@@ -34,6 +33,8 @@ class ContextExplorer(Widget):
     """
 
     VIEWS = ("cosine matrix", "drift by layer", "projection 2-D")
+
+    module = "view"
 
     def __init__(self, word: str = "bank", sentences: Sequence[str] | str | None = None,
                  senses: Sequence[str] | None = None, model="minilm", layer: int = -1):

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import ipywidgets as W
 import plotly.graph_objects as go
 
 from ... import probe
 from .. import figures as F
 from ..look import EMBEDDING_PARTS, token_labels
+from ..views import controls as W
 from .base import WIDE, Widget, controls_row, show_figure, text_arg
 
 __all__ = ["EmbeddingSumExplorer"]
@@ -26,6 +26,8 @@ class EmbeddingSumExplorer(Widget):
     Only the embedding layer runs (the encoder is not needed for this picture). `show_positions` adds the
     cosine similarity of the learned position vectors beside the sinusoidal ones (`positions_figure`).
     """
+
+    module = "view"
 
     def __init__(self, text: str = "The cat sat on the mat.", text_pair: str = "It was warm there.",
                  model="minilm"):
@@ -66,7 +68,7 @@ class EmbeddingSumExplorer(Widget):
                 self.positions_figure = F.position_similarity(weight, n=min(len(weight), 128))
                 self._pos_key = id(self.model)
                 show_figure(self.positions_out, self.positions_figure)
-        elif self.positions_out.outputs:
+        elif not self.positions_out.empty:
             show_figure(self.positions_out, None)
             self._pos_key = None
 

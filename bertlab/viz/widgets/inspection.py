@@ -13,14 +13,13 @@ probes in bertlab.probe.neurons, .saliency and .nearest.
 
 from __future__ import annotations
 
-import ipywidgets as W
-
 from ...probe import has_mlm_head
 from ...probe.nearest import nearest_contexts
 from ...probe.neurons import attention_neurons
 from ...probe.saliency import METHODS, IntegratedGradients, saliency
 from ..inspection import nearest_contexts_html, neuron_figure, saliency_figure
 from ..neuron_view import NEURON_VIEW_MAX_TOKENS, neuron_view_html
+from ..views import controls as W
 from .base import WIDE, WITH_HEADS, Widget, controls_row, show_figure, show_html, text_arg, whole_arg
 
 __all__ = ["NeuronExplorer", "SaliencyExplorer", "ContextSearch"]
@@ -35,6 +34,8 @@ class NeuronExplorer(Widget):
     clicking another query token only re-reads them, and the figure is updated in place (`figure` is then
     the same object with new data).
     """
+
+    module = "view"
 
     def __init__(self, text: str = "The cat sat on the mat because it was warm.", model="minilm",
                  layer: int = 0, head: int = 0, query: int = 1):
@@ -53,9 +54,8 @@ class NeuronExplorer(Widget):
         self._shape = None                      # (tokens, Dh) of the figure on show: same → patch in place
         self._wanted_query = query
         self._layer_sliders(layer, head)
-        self._start([controls_row(self.model_select), self.text,
-                    controls_row(self.layer, self.head, self.show_view), self.query,
-                    self.message, self.out, self.view_out],
+        self._start([controls_row(self.model_select), self.text, controls_row(self.layer, self.head), self.query,
+                    self.message, self.out, self.show_view, self.view_out],       # the toggle above what it shows
                     watch=[self.text, self.layer, self.head, self.query, self.show_view])
 
     def _forget(self) -> None:
@@ -97,7 +97,7 @@ class NeuronExplorer(Widget):
                                                   self.head.value, max_tokens=NEURON_VIEW_MAX_TOKENS)
                 self._view_key = view_key
                 show_html(self.view_out, self.view_html, "bertviz neuron view")
-        elif self.view_out.outputs:
+        elif not self.view_out.empty:
             show_html(self.view_out, None)
             self.view_html, self._view_key = None, None
 
@@ -127,6 +127,7 @@ class SaliencyExplorer(Widget):
     """
 
     default_model = WITH_HEADS
+    module = "view"
 
     def __init__(self, text: str = "The river [MASK] was muddy after the storm.", target: str = "",
                  model=WITH_HEADS, method: str = "integrated_gradients", steps: int = 16):
@@ -194,6 +195,8 @@ class ContextSearch(Widget):
     `result` is the `NearestContexts` on show and `html` its table (`nearest_contexts_html`); `corpus` is
     passed to `nearest_contexts` (None: the demo corpus).
     """
+
+    module = "view"
 
     def __init__(self, text: str = "He sat on the bank of the river and watched the water.", word: str = "bank",
                  model="minilm", layer: int = -1, k: int = 8, corpus=None):

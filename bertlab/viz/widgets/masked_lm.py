@@ -7,11 +7,11 @@
 
 from __future__ import annotations
 
-import ipywidgets as W
 import plotly.graph_objects as go
 
 from ... import probe
 from .. import figures as F
+from ..views import controls as W
 from .base import WIDE, Widget, controls_row, show_figure, text_arg, whole_arg
 
 __all__ = ["MaskPlayground"]
@@ -27,6 +27,8 @@ class MaskPlayground(Widget):
     """
 
     default_model = "bertlab-mini"
+
+    module = "view"
 
     def __init__(self, text: str = "Grace walked along the muddy bank of the river with her old dog.",
                  model="bertlab-mini", top_k: int = 5, mask: int | str | None = "bank"):
@@ -44,7 +46,7 @@ class MaskPlayground(Widget):
         self.tokens_list: list[str] = []
         self._enc = None
         self._initial_mask = mask
-        self.view = W.VBox([controls_row(self.model_select, self.switch), self.text, self.tokens,
+        self.view = self._make_view([controls_row(self.model_select, self.switch), self.text, self.tokens,
                             self.top_k, self.message,
                             # side by side where there is room, the per-layer figure below where there is not
                             W.HBox([self.out, self.layers_out], layout=W.Layout(flex_flow="row wrap"))])

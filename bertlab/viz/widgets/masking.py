@@ -10,12 +10,12 @@ from __future__ import annotations
 import html
 import numbers
 
-import ipywidgets as W
 import torch
 
 from ...model.heads import IGNORE
 from ...pretraining.masking import mask_tokens
 from .. import figures as F
+from ..views import controls as W
 from .base import WIDE, Widget, controls_row, show_figure, text_arg, whole_arg
 
 __all__ = ["MaskingLab"]
@@ -33,6 +33,8 @@ class MaskingLab(Widget):
     default_model = "bertlab-tiny"
     TARGETS = {"chosen": 0.15, "mask": 0.8, "random": 0.1, "kept": 0.1}
     MAX_DRAWS = 10_000       # per call: the n draws are corrupted at once, as one (n, T) tensor
+
+    module = "view"
 
     def __init__(self, text: str = "The river was low after a long dry summer, and brown leaves floated past "
                                    "the ducks near the far shore.",

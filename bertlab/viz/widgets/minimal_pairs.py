@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import html
 
-import ipywidgets as W
 import plotly.graph_objects as go
 
 from ... import probe
 from ...probe.minimal_pairs import FillComparison, compare_fill
 from ...probe.patching import DIRECTIONS, SITES, Patching, patch
 from .. import intervention as F
+from ..views import controls as W
 from .base import WIDE, Widget, controls_row, show_figure
 
 __all__ = ["MinimalPairs"]
@@ -38,6 +38,7 @@ class MinimalPairs(Widget):
     """
 
     default_model = "bertlab-mini"
+    module = "view"
 
     def __init__(self, text_a: str = "Tom went to the [MASK] to open a savings account.",
                  text_b: str = "Tom went to the [MASK] to open a birthday present.", model="bertlab-mini",

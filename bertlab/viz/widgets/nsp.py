@@ -7,10 +7,9 @@
 
 from __future__ import annotations
 
-import ipywidgets as W
-
 from ... import probe
 from .. import figures as F
+from ..views import controls as W
 from .base import WIDE, Widget, controls_row, show_figure, text_arg
 
 __all__ = ["NSPExplorer"]
@@ -20,6 +19,8 @@ class NSPExplorer(Widget):
     """Sentence A, sentence B → P(IsNext), the NSP head's belief that B followed A in the original text."""
 
     default_model = "bertlab-mini"
+
+    module = "view"
 
     def __init__(self, a: str = "Grace walked along the muddy bank with her brother.",
                  b: str = "Brown leaves floated past them on the slow current.", model="bertlab-mini"):

@@ -26,7 +26,8 @@ import math
 import re
 from typing import Any, Sequence
 
-import ipywidgets as W
+from ..views import View
+from ..views import controls as W
 
 __all__ = ["Predict", "markup"]
 
@@ -74,8 +75,8 @@ class Predict:
                                layout=W.Layout(width="auto"))
         self.commit.on_click(lambda _: self._commit())
         self.reveal = W.HTML("")
-        self.view = W.VBox([self.prompt, box, self.commit, self.reveal],
-                           layout=W.Layout(border="1px solid #d0d7de", padding="6px 10px", margin="4px 0"))
+        self.view = View(W.VBox([self.prompt, box, self.commit, self.reveal],
+                           layout=W.Layout(border="1px solid #d0d7de", padding="6px 10px", margin="4px 0")))
 
     def _repr_mimebundle_(self, **kwargs):
         return self.view._repr_mimebundle_(**kwargs)

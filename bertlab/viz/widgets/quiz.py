@@ -27,8 +27,8 @@ import random
 import zlib
 from typing import Sequence
 
-import ipywidgets as W
-
+from ..views import View
+from ..views import controls as W
 from .predict import markup
 
 __all__ = ["Quiz"]
@@ -57,7 +57,7 @@ class Quiz:
             rows += [W.HTML(f"<b>{i + 1}.</b> {markup(text)}"), radio, fb]
         self.summary = W.HTML(self._summary())
         rows.append(self.summary)
-        self.view = W.VBox(rows, layout=W.Layout(border="1px solid #d0d7de", padding="6px 10px", margin="4px 0"))
+        self.view = View(W.VBox(rows, layout=W.Layout(border="1px solid #d0d7de", padding="6px 10px", margin="4px 0")))
 
     @staticmethod
     def _validate(questions) -> list:

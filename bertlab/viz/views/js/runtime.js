@@ -1,0 +1,493 @@
+// bertlab view runtime: what every view module shares. Concatenated in front of each view's own module
+// (bertlab/viz/views/base.py: esm), so a view is one self-contained ES module: no import, no URL, no CDN.
+//
+// It draws the view's controls and panes from the model's state (`nodes`, `root`, `content`), sends a
+// person's change back as one `event` ({id, value} or {id, click}), and draws figures with plotly.js, which
+// it gets once per page (see getPlotly). It uses only model.get / set / save_changes / on / off, so a JS
+// data source (the book's in-page model, page.js) can stand in for a kernel.
+
+const PLOTLY_VERSION = "__PLOTLY_VERSION__";
+const G = (globalThis.__bertlab = globalThis.__bertlab || {});
+G.latencies = G.latencies || [];          // [{view, ms}] from a person's change to its figure drawn (bench)
+
+// ---- plotly.js, once per page ------------------------------------------------------------------------
+
+function plotlyReady() {
+  if (G.Plotly) return G.Plotly;
+  const P = globalThis.Plotly;
+  if (P && P.version === PLOTLY_VERSION) return (G.Plotly = P);
+  return null;
+}
+
+function evaluatePlotly(bytes) {
+  // plotly.min.js is a UMD bundle that ends with `window.Plotly = Plotly`: run it as a script, keep the page's
+  // own Plotly (if another version was there) where it was.
+  const before = globalThis.Plotly;
+  const code = new TextDecoder().decode(bytes);
+  (0, eval)(code);
+  const P = globalThis.Plotly;
+  if (before && before !== P) globalThis.Plotly = before;
+  return P;
+}
+
+function getPlotly(model) {
+  const ready = plotlyReady();
+  if (ready) return Promise.resolve(ready);
+  if (!G.plotlyPromise) {
+    G.plotlyPromise = new Promise((resolve) => { G.resolvePlotly = resolve; });
+  }
+  const take = () => {
+    const dv = model.get("plotly_js");
+    if (!dv || !dv.byteLength || G.Plotly) return false;
+    const bytes = new Uint8Array(dv.buffer, dv.byteOffset, dv.byteLength);
+    G.Plotly = evaluatePlotly(bytes);
+    G.resolvePlotly(G.Plotly);
+    return true;
+  };
+  const onBytes = () => {
+    if (take() || G.Plotly) {
+      model.off("change:plotly_js", onBytes);
+      if (model.get("plotly_wanted")) { model.set("plotly_wanted", false); model.save_changes(); }
+    }
+  };
+  if (!take()) {
+    model.on("change:plotly_js", onBytes);
+    // ask on this view unless another view on the page asked in the last few seconds
+    const now = Date.now();
+    if (!G.plotlyAsked || now - G.plotlyAsked > 4000) {
+      G.plotlyAsked = now;
+      model.set("plotly_wanted", true);
+      model.save_changes();
+    }
+    setTimeout(() => { if (!G.Plotly) { G.plotlyAsked = 0; model.set("plotly_wanted", false); model.save_changes();
+      model.set("plotly_wanted", true); model.save_changes(); } }, 5000);
+  }
+  return G.plotlyPromise;
+}
+
+// ---- figures ------------------------------------------------------------------------------------------
+
+function toBuffer(b) {
+  // a binary buffer arrives as a DataView (anywidget), an ArrayBuffer or a typed array; plotly.js wants an
+  // ArrayBuffer of its own, aligned for its dtype
+  if (b instanceof ArrayBuffer) return b;
+  if (ArrayBuffer.isView(b)) return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength);
+  return b;
+}
+
+function unpack(obj) {
+  if (Array.isArray(obj)) return obj.map(unpack);
+  if (obj && typeof obj === "object" && !ArrayBuffer.isView(obj) && !(obj instanceof ArrayBuffer)) {
+    if ("bdata" in obj && "dtype" in obj) return { dtype: obj.dtype, shape: obj.shape, bdata: toBuffer(obj.bdata) };
+    const out = {};
+    for (const k of Object.keys(obj)) out[k] = unpack(obj[k]);
+    return out;
+  }
+  return obj;
+}
+
+const PLOT_CONFIG = { displaylogo: false, responsive: false, modeBarButtonsToRemove: ["sendDataToCloud"] };
+
+// Draw a plotly figure ({data, layout}, typed arrays allowed) into `el`, with no model: the same drawing the
+// views use, for a page or a JS data source that computed a figure itself.
+async function drawFigure(el, figure, Plotly) {
+  Plotly = Plotly || plotlyReady() || (await G.plotlyPromise);
+  const fig = unpack(figure);
+  await Plotly.react(el, fig.data || [], fig.layout || {}, { ...PLOT_CONFIG, ...(fig.config || {}) });
+  return el;
+}
+
+// ---- controls -------------------------------------------------------------------------------------------
+
+const STYLE_ID = "bertlab-view-style";
+const CSS = `
+.bl-view{font:13px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1f2933;max-width:100%}
+.bl-row{display:flex;flex-flow:row wrap;align-items:center;gap:4px 10px;margin:2px 0}
+.bl-col{display:flex;flex-direction:column;gap:4px}
+.bl-ctl{display:inline-flex;align-items:center;gap:6px}
+.bl-ctl>label.bl-desc{min-width:60px;text-align:right;color:#33475b}
+.bl-ctl input[type=text],.bl-ctl textarea{flex:1;min-width:160px;padding:3px 6px;border:1px solid #bbb;border-radius:3px;font:inherit}
+.bl-ctl.bl-wide{display:flex}
+.bl-btn{padding:3px 10px;border:1px solid #bbb;border-radius:3px;background:#eee;cursor:pointer;font:inherit}
+.bl-btn[aria-pressed=true]{background:#cfdcec;border-color:#4C78A8}
+.bl-btn.primary,.bl-btn.info{background:#4C78A8;color:#fff;border-color:#4C78A8}
+.bl-btn.success{background:#54A24B;color:#fff}.bl-btn.warning{background:#F2CF5B}
+.bl-btn.danger{background:#E45756;color:#fff;border-color:#E45756}
+.bl-btn:disabled{opacity:.5;cursor:default}
+.bl-group{display:inline-flex;flex-wrap:wrap;gap:2px}
+.bl-out{max-width:100%;overflow-x:auto}
+.bl-out iframe{border:0;width:100%;min-height:420px}
+`;
+
+function ensureStyle(el) {
+  // once per document, or once per shadow root (marimo draws each widget inside one, where the page's
+  // styles do not reach)
+  const node = el.getRootNode ? el.getRootNode() : document;
+  const shadow = typeof ShadowRoot !== "undefined" && node instanceof ShadowRoot;
+  const holder = shadow ? node : (el.ownerDocument || document).head;
+  if (holder.querySelector("#" + STYLE_ID)) return;
+  const s = document.createElement("style");
+  s.id = STYLE_ID;
+  s.textContent = CSS;
+  holder.appendChild(s);
+}
+
+function h(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else if (v !== undefined && v !== null && v !== false) e.setAttribute(k, v === true ? "" : v);
+  }
+  for (const kid of kids) if (kid) e.appendChild(kid);
+  return e;
+}
+
+function applyStyle(e, spec) {
+  const style = spec.css || {};
+  e.style.display = style.display === "none" ? "none" : "";
+  for (const [k, v] of Object.entries(style)) if (k !== "display") e.style.setProperty(k, v);
+}
+
+function description(spec) {
+  return spec.description ? h("label", { class: "bl-desc", text: spec.description }) : null;
+}
+
+function fmt(v, f) {
+  if (typeof v !== "number") return String(v);
+  const m = /\.(\d+)f/.exec(f || "");
+  return m ? v.toFixed(+m[1]) : String(v);
+}
+
+// Each control kind: build(spec, send) → element with .update(spec). `send(value)` reports a person's change.
+const CONTROLS = {
+  text(spec, send, kind) {
+    const input = kind === "textarea" ? h("textarea", { rows: spec.rows || 3 }) : h("input", { type: "text" });
+    let timer = null;
+    const fire = () => { clearTimeout(timer); timer = null; send(input.value); };
+    input.addEventListener("input", () => {
+      if (spec.continuous_update === false) return;
+      clearTimeout(timer);
+      timer = setTimeout(fire, 120);          // typing: one event per pause, not one per key
+    });
+    input.addEventListener("change", fire);
+    input.addEventListener("keydown", (ev) => { if (ev.key === "Enter" && kind !== "textarea") fire(); });
+    let lastSent = spec.value;
+    const send0 = send;
+    send = (v) => { if (v !== lastSent) { lastSent = v; send0(v); } };
+    const e = h("span", { class: "bl-ctl bl-wide" }, description(spec), input);
+    e.update = (s) => {
+      spec = s;
+      lastSent = s.value;
+      if (input.value !== s.value && (document.activeElement !== input || timer === null)) input.value = s.value;
+      input.placeholder = s.placeholder || "";
+      input.disabled = !!s.disabled;
+    };
+    e.input = input;
+    return e;
+  },
+  html(spec) {
+    const e = h("div", { class: "bl-html" });
+    e.update = (s) => { if (e._v !== s.value) { e.innerHTML = s.value || ""; e._v = s.value; } };
+    return e;
+  },
+  label(spec) {
+    const e = h("span", { class: "bl-label" });
+    e.update = (s) => { e.textContent = s.value || ""; };
+    return e;
+  },
+  button(spec, send) {
+    const b = h("button", { class: "bl-btn", type: "button", onclick: () => send(null, true) });
+    b.update = (s) => {
+      b.textContent = s.description || "";
+      b.className = "bl-btn " + (s.button_style || "");
+      b.disabled = !!s.disabled;
+      b.title = s.tooltip || "";
+    };
+    return b;
+  },
+  toggle(spec, send) {
+    let value = spec.value;
+    const b = h("button", { class: "bl-btn", type: "button", onclick: () => send(!value) });
+    b.update = (s) => {
+      value = s.value;
+      b.textContent = s.description || "";
+      b.className = "bl-btn " + (s.button_style || "");
+      b.setAttribute("aria-pressed", String(!!s.value));
+      b.disabled = !!s.disabled;
+      b.title = s.tooltip || "";
+    };
+    return b;
+  },
+  checkbox(spec, send) {
+    const box = h("input", { type: "checkbox", onchange: () => send(box.checked) });
+    const lab = h("label", { class: "bl-ctl" }, box, h("span"));
+    lab.update = (s) => { box.checked = !!s.value; box.disabled = !!s.disabled; lab.lastChild.textContent = s.description || ""; };
+    lab.input = box;
+    return lab;
+  },
+  dropdown(spec, send) {
+    const sel = h("select", { onchange: () => send(+sel.value) });
+    const e = h("span", { class: "bl-ctl" }, description(spec), sel);
+    e.update = (s) => {
+      const labels = s.labels.join("\u0000");
+      if (e._labels !== labels) {
+        sel.replaceChildren(...s.labels.map((l, i) => h("option", { value: String(i), text: l })));
+        e._labels = labels;
+      }
+      sel.value = s.index === null ? "" : String(s.index);
+      sel.disabled = !!s.disabled;
+    };
+    e.input = sel;
+    return e;
+  },
+  togglebuttons(spec, send, kind) {
+    const group = h("span", { class: "bl-group", role: kind === "radio" ? "radiogroup" : "group" });
+    const e = h("span", { class: "bl-ctl" }, description(spec), group);
+    e.update = (s) => {
+      const labels = s.labels.join("\u0000");
+      if (e._labels !== labels) {
+        group.replaceChildren(...s.labels.map((l, i) =>
+          h("button", { class: "bl-btn", type: "button", "data-index": String(i), text: l, onclick: () => send(i) })));
+        e._labels = labels;
+      }
+      group.querySelectorAll("button").forEach((b, i) => {
+        b.setAttribute("aria-pressed", String(i === s.index));
+        b.disabled = !!s.disabled;
+        if (s.tooltips && s.tooltips[i]) b.title = s.tooltips[i];
+      });
+    };
+    return e;
+  },
+  intslider(spec, send) {
+    const input = h("input", { type: "range" });
+    const readout = h("span", { class: "bl-readout" });
+    let frame = null;
+    let sent = spec.value;
+    const fire = () => { frame = null; if (+input.value !== sent) { sent = +input.value; send(sent); } };
+    input.addEventListener("input", () => {
+      readout.textContent = fmt(+input.value, spec.readout_format);
+      if (spec.continuous_update === false) return;
+      if (frame) cancelAnimationFrame(frame);
+      frame = requestAnimationFrame(fire);      // dragging: at most one event a frame
+    });
+    input.addEventListener("change", () => { if (frame) cancelAnimationFrame(frame); fire(); });
+    const e = h("span", { class: "bl-ctl" }, description(spec), input, readout);
+    e.update = (s) => {
+      spec = s;
+      input.min = s.min; input.max = s.max; input.step = s.step || 1;
+      if (+input.value !== s.value) input.value = s.value;
+      sent = s.value;
+      input.disabled = !!s.disabled;
+      readout.textContent = fmt(s.value, s.readout_format);
+    };
+    e.input = input;
+    return e;
+  },
+  selectionslider(spec, send) {
+    const input = h("input", { type: "range", min: 0, step: 1 });
+    const readout = h("span", { class: "bl-readout" });
+    input.addEventListener("input", () => { readout.textContent = spec.labels[+input.value]; send(+input.value); });
+    const e = h("span", { class: "bl-ctl" }, description(spec), input, readout);
+    e.update = (s) => {
+      spec = s;
+      input.max = s.labels.length - 1;
+      input.value = s.index ?? 0;
+      input.disabled = !!s.disabled;
+      readout.textContent = s.labels[s.index] ?? "";
+    };
+    e.input = input;
+    return e;
+  },
+  inttext(spec, send) {
+    const input = h("input", { type: "number", onchange: () => send(+input.value) });
+    const e = h("span", { class: "bl-ctl" }, description(spec), input);
+    e.update = (s) => { input.min = s.min; input.max = s.max; input.step = s.step || 1; input.value = s.value; input.disabled = !!s.disabled; };
+    e.input = input;
+    return e;
+  },
+};
+// ▶ / ⏸: while playing, one step every `interval` ms, each sent as a person's change; the next step waits for
+// Python's answer to the last (the view's `done`), so a slow figure slows the replay instead of queueing steps.
+CONTROLS.play = function (spec, send, kind, model) {
+  let timer = null;
+  let value = spec.value;
+  const b = h("button", { class: "bl-btn", type: "button", "aria-label": "play" });
+  const stop = () => { clearInterval(timer); timer = null; b.textContent = "\u25B6"; b.setAttribute("aria-pressed", "false"); };
+  const tick = () => {
+    if (!b.isConnected) return stop();
+    if (model && model.get("done") < b._sent) return;            // the last step is not drawn yet
+    if (value >= spec.max) return stop();
+    b._sent = Date.now() * 1000;
+    send(value + 1);
+  };
+  b.addEventListener("click", () => {
+    if (timer) return stop();
+    if (value >= spec.max) send(spec.min);                       // at the end: start again from the first
+    b._sent = 0;
+    b.textContent = "\u23F8";
+    b.setAttribute("aria-pressed", "true");
+    timer = setInterval(tick, Math.max(50, spec.interval || 100));
+  });
+  const e = h("span", { class: "bl-ctl" }, description(spec), b);
+  e.update = (s) => { spec = s; value = s.value; b.disabled = !!s.disabled; if (!timer) stop(); };
+  e.button = b;
+  return e;
+};
+CONTROLS.textarea = CONTROLS.text;
+CONTROLS.radio = function (spec, send) {
+  const group = h("div", { class: "bl-radio", role: "radiogroup" });
+  const name = "bl-radio-" + Math.random().toString(36).slice(2);
+  const e = h("div", { class: "bl-ctl" }, description(spec), group);
+  e.update = (s) => {
+    const labels = s.labels.join("\u0000");
+    if (e._labels !== labels) {
+      group.replaceChildren(...s.labels.map((l, i) => {
+        const r = h("input", { type: "radio", name, value: String(i), onchange: () => send(i) });
+        return h("label", { style: "display:block" }, r, document.createTextNode(" " + l));
+      }));
+      e._labels = labels;
+    }
+    group.querySelectorAll("input").forEach((r, i) => { r.checked = i === s.index; r.disabled = !!s.disabled; });
+  };
+  return e;
+};
+CONTROLS.floatslider = CONTROLS.intslider;
+
+// ---- the view ---------------------------------------------------------------------------------------------
+
+// Render a view over `model` into `el`. `panes` (optional): pane kind → async draw(el, content, ctx), for a
+// view module that draws something besides plotly figures and HTML.
+function renderView({ model, el }, panes = {}) {
+  ensureStyle(el);
+  const root = h("div", { class: "bl-view" });
+  // keys typed into a control are the control's, not a notebook's shortcuts (arrows, "a", "b", space...).
+  // JupyterLab and Notebook 7 read keys on the document, in the capture phase in Notebook 7: a listener on
+  // the window, which sees a key first, stops it there; the browser still types it into the control.
+  root.setAttribute("data-lm-suppress-shortcuts", "true");
+  if (!G.keyGuard) {
+    G.keyGuard = (e) => {
+      const t = e.target;
+      if (t && t.closest && t.closest(".bl-view") && /^(INPUT|SELECT|TEXTAREA|BUTTON)$/.test(t.tagName)
+          && e.key !== "Escape" && !(e.key === "Enter" && e.shiftKey)) e.stopPropagation();
+    };
+    window.addEventListener("keydown", G.keyGuard, true);
+  }
+  el.appendChild(root);
+  const built = {};                          // id → element
+  const drawnRev = {};                       // pane id → content rev drawn
+  const pending = new Map();                 // event n → time sent
+  let alive = true;
+  const viewName = model.get("module") || "view";
+
+  const send = (id, value, click) => {
+    const n = Date.now() * 1000 + Math.floor(Math.random() * 1000);
+    pending.set(n, performance.now());
+    model.set("event", click ? { id, click: true, n } : { id, value, n });
+    model.save_changes();
+  };
+
+  function build(id) {
+    const nodes = model.get("nodes");
+    const spec = nodes[id];
+    if (!spec) return h("span");
+    let e;
+    if (spec.kind === "row" || spec.kind === "col") {
+      e = h("div", { class: spec.kind === "row" ? "bl-row" : "bl-col" });
+      e.update = (s) => { e.replaceChildren(...s.children.map((c) => built[c] || build(c))); };
+    } else if (spec.kind === "output") {
+      e = h("div", { class: "bl-out" });
+      e.update = () => {};
+    } else {
+      const make = CONTROLS[spec.kind];
+      e = make ? make(spec, (v, click) => send(id, v, click), spec.kind, model) : h("span", { text: `(${spec.kind})` });
+      if (!e.update) e.update = () => {};
+    }
+    e.dataset.id = id;
+    e.dataset.kind = spec.kind;
+    if (spec.description) e.dataset.description = spec.description;
+    built[id] = e;
+    e.update(spec);
+    applyStyle(e, spec);
+    return e;
+  }
+
+  function syncNodes() {
+    const nodes = model.get("nodes");
+    for (const [id, spec] of Object.entries(nodes)) {
+      const e = built[id];
+      if (e) { e.update(spec); applyStyle(e, spec); }
+    }
+    const rootId = model.get("root");
+    const top = built[rootId] || build(rootId);
+    if (root.firstChild !== top) root.replaceChildren(top);
+  }
+
+  async function drawPane(id, c) {
+    const e = built[id];
+    if (!e) return;
+    if (!c) { if (e._plot && G.Plotly) G.Plotly.purge(e); e._plot = false; e.replaceChildren(); e.dataset.empty = "1"; return; }
+    delete e.dataset.empty;
+    if (c.figure) {
+      const Plotly = await getPlotly(model);
+      if (!alive) return;
+      if (!e._plot) { e.replaceChildren(); e._plot = true; }
+      await drawFigure(e, c.figure, Plotly);
+    } else if (c.html !== undefined && c.html !== null) {
+      if (e._plot && G.Plotly) G.Plotly.purge(e);
+      e._plot = false;
+      if (c.frame) {
+        const f = h("iframe", { sandbox: "allow-scripts", title: c.plain || "view" });
+        f.srcdoc = c.html;
+        e.replaceChildren(f);
+      } else {
+        e.innerHTML = c.html;
+      }
+    } else if (c.kind && panes[c.kind]) {
+      await panes[c.kind](e, c, { model, Plotly: await getPlotly(model) });
+    }
+    e.dataset.rev = String(c.rev);
+  }
+
+  let drawing = Promise.resolve();
+  function syncContent() {
+    const content = model.get("content") || {};
+    const done = model.get("done");
+    const jobs = [];
+    for (const id of Object.keys(built)) {
+      if (built[id].dataset.kind !== "output") continue;
+      const c = content[id];
+      const rev = c ? c.rev : 0;
+      if (drawnRev[id] === rev) continue;
+      drawnRev[id] = rev;
+      jobs.push(drawPane(id, c));
+    }
+    drawing = drawing.then(() => Promise.all(jobs)).then(() => {
+      // the answer to a person's change is drawn: record how long it took (bench/widgets.py reads these)
+      if (pending.has(done)) {
+        const ms = performance.now() - pending.get(done);
+        G.latencies.push({ view: viewName, ms });
+        for (const n of pending.keys()) if (n <= done) pending.delete(n);
+      }
+      root.dataset.done = String(done);
+      root.dataset.drawn = String((+root.dataset.drawn || 0) + 1);
+    }).catch((err) => { root.dataset.error = String(err); console.error("bertlab view", err); });
+  }
+
+  const onNodes = () => { syncNodes(); syncContent(); };
+  const onContent = () => syncContent();
+  model.on("change:nodes", onNodes);
+  model.on("change:root", onNodes);
+  model.on("change:content", onContent);
+  model.on("change:done", onContent);
+  onNodes();
+  return () => {
+    alive = false;
+    model.off("change:nodes", onNodes);
+    model.off("change:root", onNodes);
+    model.off("change:content", onContent);
+    model.off("change:done", onContent);
+    for (const e of Object.values(built)) if (e._plot && G.Plotly) G.Plotly.purge(e);
+  };
+}
