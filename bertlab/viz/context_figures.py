@@ -57,7 +57,7 @@ def cosine_matrix(distances, labels: Sequence[str], word: str | None = None, lay
     what = f"'{word}'" if word else "the word"
     return finish(fig, f"cosine distance of {what} between contexts: 0 = the same vector, same senses sit close",
                    yaxis=dict(autorange="reversed"), xaxis=dict(tickangle=30),
-                   margin=dict(l=220, r=30, t=60, b=160), width=max(520, 70 * n + 320), height=max(420, 60 * n + 240))
+                   margin=dict(l=220, r=30, t=60, b=160), width=min(1000, max(520, 70 * n + 320)), height=max(420, 60 * n + 240))
 
 
 def drift_by_layer(vectors_all_layers, labels: Sequence[str], reference: int | None = 0,

@@ -110,7 +110,7 @@ def embedding_sum(out: BertOutput, tokens: Sequence[str], batch_index: int = 0, 
         coloraxis2=dict(colorscale=DIVERGING, cmin=-normed, cmax=normed,
                         colorbar=dict(title="normed", x=1.08, **bar)),
         margin=dict(l=90, r=110, t=100, b=60),
-        width=min(1500, max(1000, 30 * n + 260)), height=360 + max(260, 16 * n))
+        width=min(1000, max(640, 30 * n + 260)), height=360 + max(260, 16 * n))   # ≤ 1,000 px (issue 30)
 
 
 def sinusoidal_positions(n: int, d: int) -> torch.Tensor:
@@ -216,6 +216,7 @@ def attention_grid(out: BertOutput, tokens: Sequence[str], batch_index: int = 0,
     weights = torch.stack([a[b, :, :n, :n].detach().float().cpu() for a in attentions])    # (L, A, n, n)
 
     gap = 6                                                                  # pixels between cells
+    cell_px = min(cell_px, max(24, (840 - (A - 1) * gap) // A))              # the whole grid ≤ 1,000 px wide
     width, height = A * cell_px + (A - 1) * gap, L * cell_px + (L - 1) * gap
     fig = make_subplots(rows=L, cols=A, horizontal_spacing=gap / width if A > 1 else 0.0,
                         vertical_spacing=gap / height if L > 1 else 0.0,
@@ -310,7 +311,7 @@ def masking_figure(tokens: Sequence[str], inputs, labels, tokenizer, batch_index
     fig.update_yaxes(visible=False, autorange="reversed")
     return finish(fig, f"{n} of {T} tokens chosen: {m} [MASK], {r} random, {k} kept (the loss uses only these {n})",
                    legend=dict(orientation="h", y=-0.02, yanchor="top", x=0),
-                   margin=dict(l=20, r=20, t=60, b=50), width=max(480, 100 * per_row + 40), height=48 * rows + 140)
+                   margin=dict(l=20, r=20, t=60, b=50), width=min(1000, max(480, 100 * per_row + 40)), height=48 * rows + 140)
 
 
 def _probability(p, name: str) -> float:

@@ -302,6 +302,14 @@ def _candidates(area):
     for b in area.locator(".widget-toggle-button:not(.widget-toggle-buttons *), .widget-button").filter(visible=True).all():
         if b.is_enabled():
             out.append(("click", b))
+    # a bertlab view (bertlab.viz.views) draws its own controls: a range input, text boxes, buttons
+    for r in area.locator(".bl-view input[type=range]:not([disabled])").filter(visible=True).all():
+        out.append(("range", r))
+    for t in area.locator(".bl-view input[type=text], .bl-view textarea").filter(visible=True).all():
+        if t.is_enabled() and t.input_value().strip():
+            out.append(("text", t))
+    for b in area.locator(".bl-view button.bl-btn:not([disabled]):not([aria-pressed=true])").filter(visible=True).all():
+        out.append(("click", b))
     return out
 
 
@@ -319,6 +327,10 @@ def _act(page, kind, control) -> None:
         key = "ArrowLeft" if now is not None and top is not None and float(now) >= float(top) else "ArrowRight"
         control.focus()
         control.press(key)
+    elif kind == "range":
+        at_end = control.evaluate("r => +r.value >= +r.max")
+        control.focus()
+        control.press("ArrowLeft" if at_end else "ArrowRight")
     elif kind == "text":
         value = control.input_value().rstrip()
         changed = value[:-1] + " today" + value[-1] if value[-1:] in ".!?" else value + " today"
@@ -333,7 +345,7 @@ def _act(page, kind, control) -> None:
 def _drive_a_widget(page, areas, tries: int = 3):
     """Use controls of `areas` until one changes what its widget shows. Returns (description, before, after,
     area)."""
-    order = {"slider": 0, "text": 1, "click": 2}
+    order = {"slider": 0, "range": 0, "text": 1, "click": 2}
     found = [(a, kind, c) for a in areas for kind, c in _candidates(a)]
     candidates = sorted(found, key=lambda x: order[x[1]])      # stable: page order within each kind
     assert candidates, (f"no widget to drive among {len(areas)} widget outputs: every notebook should let the "
@@ -478,7 +490,8 @@ def test_notebook_in_browser(notebook, lab, lab_page, network, screenshot_dir, r
         for i in range(page.locator(f"{NB} {WIDGET_AREA}").count()):
             widget = page.locator(f"{NB} {WIDGET_AREA}").nth(i)
             if widget.locator(".widget-slider, .widget-text, .widget-textarea, .widget-button, "
-                              ".widget-toggle-button, .widget-toggle-buttons").count() == 0:
+                              ".widget-toggle-button, .widget-toggle-buttons, .bl-view .bl-ctl, "
+                              ".bl-view .bl-btn").count() == 0:
                 continue                                 # a display without controls (say, a bare figure)
             what, before, after, area = _drive_a_widget(page, [widget])
             driven.append((what, before, after, area))
