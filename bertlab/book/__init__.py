@@ -251,7 +251,8 @@ class _Site:
             right = f'<a class="next" rel="next" href="{next.page}">{html.escape(next.title)} →</a>' if next else \
                 '<a class="next" rel="next" href="teachers.html">Teacher\'s notes →</a>'
             pager = f'<nav class="pager" aria-label="previous and next lesson">{left}{right}</nav>'
-        scripts = '<script src="_static/plotly.min.js"></script>' if "plotly-figure" in body else ""
+        scripts = ('<script src="_static/plotly.min.js"></script>'
+                   if "plotly-figure" in body or "bl-embed" in body else "")   # bl-embed: a live view (viz.views)
         if current == "search.html":
             scripts += '<script src="_static/search-index.js"></script>'
         return f"""<!DOCTYPE html>

@@ -150,6 +150,10 @@ class Renderer:
             return ""
         entry = self.widgets[model_id]
         s, name = entry.get("state", {}), entry.get("model_name", "")
+        from ..viz.views.page import embed, is_view  # a bertlab view: live on the page, no kernel (issue 28)
+        if is_view(entry):
+            self._views = getattr(self, "_views", 0) + 1
+            return embed(entry, first=self._views == 1)
         if s.get("layout") and self._hidden(s["layout"]):
             return ""
         children = [c[len("IPY_MODEL_"):] for c in s.get("children", []) if isinstance(c, str)]

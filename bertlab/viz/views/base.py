@@ -64,7 +64,7 @@ from . import controls as C
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["View", "show_figure", "show_html", "pack_figure", "unpack", "same_figure", "esm", "plotly_source", "PLOTLY_VERSION",
+__all__ = ["View", "show_figure", "show_html", "pack_figure", "typed_array", "unpack", "same_figure", "esm", "plotly_source", "PLOTLY_VERSION",
            "JS_DIR"]
 
 JS_DIR = Path(__file__).parent / "js"
@@ -209,6 +209,7 @@ class View(anywidget.AnyWidget):
     plotly_js = t.Bytes(b"").tag(sync=True)
     plotly_version = t.Unicode(PLOTLY_VERSION).tag(sync=True)
     module = t.Unicode("view").tag(sync=True)  # which js/<module>.js draws it (for the book's runtime)
+    data = t.Dict({}).tag(sync=True)           # what the module may compute from without a kernel (the book)
 
     def __init__(self, root: C.Element, module: str = "view", **kwargs):
         if not isinstance(root, C.Element):
@@ -291,6 +292,13 @@ class View(anywidget.AnyWidget):
                     walk(v)
         walk(state)
         return {"esm": len(state.get("_esm", "")), "json": len(_jsonable(state)), "buffers": buffers}
+
+
+def typed_array(arr) -> dict:
+    """Any numeric array as `{dtype, shape, bdata}` with a binary buffer (any number of dimensions: for a
+    module's own data, such as the attention view's (L, H, T, T) in `View.data`)."""
+    a = np.ascontiguousarray(np.asarray(arr, dtype=np.float32))
+    return {"dtype": "f4", "shape": ",".join(map(str, a.shape)), "bdata": memoryview(a.tobytes())}
 
 
 def unpack(obj):
