@@ -12,7 +12,6 @@ import base64
 import importlib.util
 import os
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -34,12 +33,13 @@ def saved_entry(widget) -> dict:
 
 
 def test_attention_view_is_live_on_a_book_page(tmp_path):
+    from playwright.sync_api import sync_playwright
+
     import bertlab
     from bertlab.probe.attention_maps import attention_map
     from bertlab.viz import AttentionExplorer
     from bertlab.viz.views import plotly_source
     from bertlab.viz.views.page import embed
-    from playwright.sync_api import sync_playwright
 
     model, tok = bertlab.load("bertlab-tiny", device="cpu")
     text = "The playwright wrote it on the riverbank."
