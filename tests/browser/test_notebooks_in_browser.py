@@ -68,7 +68,8 @@ PANEL = "window.jupyterapp.shell.currentWidget"
 NB = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"
 # Lab 4 marks text outputs with data-mime-type, but not widget or plotly outputs: find those by their content.
 # A widget area is a top-level output holding a widget (an Output widget inside it has output areas of its own).
-WIDGET_AREA = ".jp-OutputArea-output:has(> .jupyter-widgets):not(.jupyter-widgets *)"
+WIDGET_AREA = (".jp-OutputArea-output:has(> .jupyter-widgets):not(.jupyter-widgets *), "
+               ".jp-OutputArea-output:has(.bl-view)")     # a bertlab view (an anywidget: viz.views)
 PLOTLY = ".jp-RenderedPlotly, .js-plotly-plot"
 
 
