@@ -60,8 +60,9 @@ def _port() -> int:
 
 
 def run(interactions: int = 20, warmup: int = 3, chromium: str | None = None, log=print) -> list[dict]:
-    import bertlab
     from playwright.sync_api import sync_playwright
+
+    import bertlab
 
     _, tok = bertlab.load("bertlab-mini")
     chosen = cases(tok)
@@ -134,8 +135,8 @@ def run(interactions: int = 20, warmup: int = 3, chromium: str | None = None, lo
                     page.wait_for_function("([v, b]) => v.dataset.done !== b", arg=[view.element_handle(), before],
                                            timeout=60_000, polling=5)
                 lat = sorted(page.evaluate("() => __bertlab.latencies.map(l => l.ms)"))
-                q = (lambda f: lat[min(len(lat) - 1, round(f * (len(lat) - 1)))])
-                row = dict(case=f"{name} ({what})", n=len(lat), p50_ms=round(q(0.5), 1), p95_ms=round(q(0.95), 1))
+                p50, p95 = (lat[min(len(lat) - 1, round(f * (len(lat) - 1)))] for f in (0.5, 0.95))
+                row = dict(case=f"{name} ({what})", n=len(lat), p50_ms=round(p50, 1), p95_ms=round(p95, 1))
                 log(f"{row['case']}: p50 {row['p50_ms']} ms, p95 {row['p95_ms']} ms over {row['n']} changes")
                 rows.append(row)
             browser.close()

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 import torch
 import torch.nn.functional as F
 
+from ..probe.projection import pca_2d
 from .look import COLORS, SEQUENTIAL, as_float, check_index, finish, shorten
 
 __all__ = ["cosine_matrix", "drift_by_layer", "projection_2d"]
@@ -96,25 +97,6 @@ def drift_by_layer(vectors_all_layers, labels: Sequence[str], reference: int | N
                    width=760, height=440)
 
 
-def _pca_2d(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Project (n, H) onto its two principal axes: ((n, 2) coordinates, (2,) fraction of variance).
-
-    Each axis's sign is fixed so that the point farthest along it lies on the positive side (sklearn's
-    convention), so the same vectors always give the same picture.
-    """
-    xc = x.double() - x.double().mean(dim=0)                               # (n, H) centred
-    U, S, Vh = torch.linalg.svd(xc, full_matrices=False)
-    coords = xc @ Vh[:2].T                                                 # (n, ≤2)
-    var = S ** 2 / (S ** 2).sum().clamp_min(1e-300)
-    if coords.shape[1] < 2:                                                # H == 1: a line, drawn flat
-        coords = torch.cat([coords, torch.zeros(len(x), 2 - coords.shape[1], dtype=coords.dtype)], dim=1)
-        var = torch.cat([var, torch.zeros(2 - len(var), dtype=var.dtype)])
-    far = coords.abs().argmax(dim=0)                                       # (2,)
-    sign = torch.sign(coords[far, torch.arange(2)])
-    coords = coords * torch.where(sign == 0, 1.0, sign)
-    return coords.float(), var[:2].float()
-
-
 def projection_2d(vectors, labels: Sequence[str], senses: Sequence[str] | None = None, method: str = "pca",
                   word: str | None = None, layer: int = -1) -> go.Figure:
     """Contextual vectors (n, H) projected to 2-D by PCA, one colour per sense; hover shows the sentence.
@@ -133,7 +115,7 @@ def projection_2d(vectors, labels: Sequence[str], senses: Sequence[str] | None =
     if isinstance(senses, str) or len(senses) != n:
         got = "a string" if isinstance(senses, str) else len(senses)
         raise ValueError(f"senses must give one sense per vector ({n}), got {got}")
-    coords, var = _pca_2d(v)
+    coords, var = pca_2d(v)                                                # probe computes, viz draws
     fig = go.Figure()
     for c, sense in enumerate(dict.fromkeys(senses)):                      # in order of first appearance
         idx = [i for i, s in enumerate(senses) if s == sense]

@@ -24,13 +24,13 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 import torch
-import torch.nn.functional as F
 from plotly.subplots import make_subplots
 
 from ..deprecation import renamed_arguments
 from ..model.bert import BertOutput
 from ..model.heads import IGNORE
 from ..probe.attention_maps import AttentionMap, attention_map
+from ..probe.cosine import cosine_similarity
 from ..probe.fill_mask import GuessChange
 from .context_figures import cosine_matrix, drift_by_layer, projection_2d
 from .look import (
@@ -128,11 +128,6 @@ def sinusoidal_positions(n: int, d: int) -> torch.Tensor:
     return pe.float()
 
 
-def _cosine_similarity(x: torch.Tensor) -> torch.Tensor:
-    x = F.normalize(x.double(), dim=-1)
-    return (x @ x.T).float()                                                 # (n, n)
-
-
 def position_similarity(position_weight, n: int | None = None, compare_sinusoidal: bool = True) -> go.Figure:
     """Cosine similarity between the first `n` learned position vectors, beside the sinusoidal encoding's.
 
@@ -146,9 +141,9 @@ def position_similarity(position_weight, n: int | None = None, compare_sinusoida
     n = P if n is None else n
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= P:
         raise ValueError(f"n must be an int between 1 and {P} (the learned positions), got {n!r}")
-    mats = [("learned (BERT)", _cosine_similarity(w[:n]))]
+    mats = [("learned (BERT)", cosine_similarity(w[:n]))]
     if compare_sinusoidal:
-        mats.append(("sinusoidal (Transformer)", _cosine_similarity(sinusoidal_positions(n, H))))
+        mats.append(("sinusoidal (Transformer)", cosine_similarity(sinusoidal_positions(n, H))))
     fig = make_subplots(rows=1, cols=len(mats), subplot_titles=[t for t, _ in mats], horizontal_spacing=0.08)
     for c, (title, sim) in enumerate(mats, start=1):
         fig.add_trace(go.Heatmap(
