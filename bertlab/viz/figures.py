@@ -174,6 +174,17 @@ def attention_heatmap(out: BertOutput, tokens: Sequence[str], layer=0, head=0, b
     return attention_map_figure(amap)
 
 
+MAX_TICKS = 64          # more token labels than this on an axis are unreadable and slow to draw (512 × 2 texts)
+
+
+def sparse_ticks(fig: go.Figure, labels: list[str]) -> None:
+    """Label every token up to MAX_TICKS; beyond, every k-th (hover still names each cell's tokens)."""
+    step = -(-len(labels) // MAX_TICKS)
+    ticks = labels[::step] if step > 1 else None
+    fig.update_xaxes(tickvals=ticks)
+    fig.update_yaxes(tickvals=ticks)
+
+
 def attention_map_figure(amap: AttentionMap) -> go.Figure:
     """An `AttentionMap` (bertlab.probe.attention_map) as a heatmap, one row per query, one column per key."""
     weights, tokens = amap.weights, amap.tokens
@@ -185,6 +196,7 @@ def attention_map_figure(amap: AttentionMap) -> go.Figure:
         hovertemplate="%{y} → %{x}<br>weight %{z:.3f}<extra></extra>",
         colorbar=dict(title="weight"),
     ))
+    sparse_ticks(fig, labels)
     return finish(fig, f"{amap.title}: where each token looks",
                   xaxis_title="attends to (key)", yaxis_title="token (query)",
                   yaxis_autorange="reversed", width=min(1000, max(420, 28 * T + 160)),

@@ -50,6 +50,7 @@ allowed) into an element with no model at all.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 from functools import lru_cache
@@ -158,10 +159,9 @@ def _pack(obj):
 
 def pack_figure(fig) -> dict:
     """A go.Figure as the module draws it: `{data, layout}`, numeric arrays as binary typed arrays."""
-    d = fig.to_dict()
-    d.pop("frames", None)
-    packed = _pack({"data": d.get("data", []), "layout": d.get("layout", {})})
-    return packed
+    # the figure's own data and layout (plotly's validated dicts), not to_dict(): that deep-copies everything and
+    # turns numpy arrays into base64 text, where the views send binary buffers. _pack builds new containers.
+    return _pack({"data": list(fig._data), "layout": fig._layout})
 
 
 def show_figure(out: C.Output, fig) -> None:
@@ -306,9 +306,11 @@ def unpack(obj):
 
     Tests use it to read a pane exactly as the module receives it."""
     if isinstance(obj, dict):
-        if "bdata" in obj and "dtype" in obj and isinstance(obj["bdata"], (memoryview, bytes)):
-            shape = tuple(int(s) for s in str(obj["shape"]).split(","))
-            return np.frombuffer(bytes(obj["bdata"]), dtype=np.dtype(obj["dtype"])).reshape(shape)
+        if "bdata" in obj and "dtype" in obj:
+            raw = obj["bdata"]
+            raw = base64.b64decode(raw) if isinstance(raw, str) else bytes(raw)   # plotly's own form is base64
+            arr = np.frombuffer(raw, dtype=np.dtype(obj["dtype"]))
+            return arr.reshape(tuple(int(s) for s in str(obj["shape"]).split(","))) if obj.get("shape") else arr
         return {k: unpack(v) for k, v in obj.items()}
     if isinstance(obj, list):
         return [unpack(v) for v in obj]
@@ -318,7 +320,7 @@ def unpack(obj):
 def same_figure(sent: dict, fig, atol: float = 1e-6) -> bool:
     """Whether a pane's figure as sent (`out.content["figure"]`) draws `fig`: the same data and layout, arrays
     equal to float32 precision (`atol` relative to their scale)."""
-    want = _pack({"data": fig.to_dict().get("data", []), "layout": fig.to_dict().get("layout", {})})
+    want = _pack({"data": [dict(t) for t in fig.to_dict().get("data", [])], "layout": fig.to_dict().get("layout", {})})
 
     def eq(a, b) -> bool:
         if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):

@@ -182,6 +182,7 @@ class AttentionExplorer(Widget):
             if tokens != self._tokens:
                 labels = token_labels(tokens)
                 trace.x = trace.y = labels
+                F.sparse_ticks(fig, labels)
                 fig.layout.width, fig.layout.height = self._sizes[len(tokens)]
                 self._tokens = tokens
 

@@ -106,6 +106,10 @@ export function offline(state, ev) {
   for (const row of amap.weights) for (const x of row) zmax = Math.max(zmax, x);
   Object.assign(fig.data[0], { z: amap.weights, x: labels, y: labels, zmax });
   fig.layout.title = { ...(fig.layout.title || {}), text: `${amap.title}: where each token looks` };
+  const step = Math.ceil(T / 64);                  // figures.sparse_ticks: at most 64 token labels an axis
+  const ticks = step > 1 ? labels.filter((_, i) => i % step === 0) : null;
+  fig.layout.xaxis = { ...(fig.layout.xaxis || {}), tickvals: ticks };
+  fig.layout.yaxis = { ...(fig.layout.yaxis || {}), tickvals: ticks };
   fig.layout.width = Math.min(1000, Math.max(420, 28 * T + 160));
   fig.layout.height = Math.min(1000, Math.max(380, 24 * T + 140));
   content[d.figure] = { ...pane, rev: (pane.rev || 0) + 1000, figure: fig };
