@@ -113,9 +113,12 @@ def run(interactions: int = 20, warmup: int = 3, chromium: str | None = None, lo
                 if name.startswith(("AttentionExplorer", "ContextExplorer")) and slider.count():
                     what = "slider"
 
-                    def act(k, slider=slider):
+                    first = "ArrowLeft" if slider.evaluate("s => +s.value >= +s.max") else "ArrowRight"
+                    back = {"ArrowLeft": "ArrowRight", "ArrowRight": "ArrowLeft"}[first]
+
+                    def act(k, slider=slider, first=first, back=back):
                         slider.focus()
-                        slider.press("ArrowRight" if k % 2 == 0 else "ArrowLeft")
+                        slider.press(first if k % 2 == 0 else back)
                 elif name.startswith("MaskPlayground"):
                     what = "token click"
 

@@ -246,7 +246,7 @@ SIGNATURE = """(area) => {
     s.querySelectorAll('path, rect').forEach(p => marks.push((p.getAttribute('d') || '') + (p.getAttribute('width') || '')));
   });
   area.querySelectorAll('.widget-label, .widget-html-content, .widget-output .jp-RenderedText, '
-                        + '.widget-output .jp-RenderedHTMLCommon')
+                        + '.widget-output .jp-RenderedHTMLCommon, .bl-view .bl-html, .bl-view .bl-label')
       .forEach(e => text.push(e.textContent));
   let h = 5381; const m = marks.join('|');
   for (let i = 0; i < m.length; i++) h = ((h * 33) ^ m.charCodeAt(i)) >>> 0;
@@ -383,11 +383,13 @@ def _answer_course_widgets(page) -> list[str]:
         commit = area.locator("button:not([disabled])", has_text="commit my prediction")
         if commit.count() == 0:
             continue
-        radios = area.locator(".widget-radio-box input[type=radio]")
+        radios = area.locator(".widget-radio-box input[type=radio], .bl-radio input[type=radio]")
         if radios.count():
             radios.first.check()
         else:
-            area.locator(".widget-text input[type=text]").first.fill("1")
+            box = area.locator(".widget-text input[type=text], .bl-view input[type=text]").first
+            box.fill("1")
+            box.press("Enter")
         commit.click()
         area.get_by_text("you predicted").wait_for(timeout=60_000)
         text = area.inner_text()
@@ -397,7 +399,7 @@ def _answer_course_widgets(page) -> list[str]:
     quizzes = page.locator(f"{NB} {WIDGET_AREA}", has_text="check your understanding")
     if quizzes.count():
         area = quizzes.first
-        area.locator(".widget-radio-box input[type=radio]").first.check()
+        area.locator(".widget-radio-box input[type=radio], .bl-radio input[type=radio]").first.check()
         area.get_by_text("your answer").wait_for(timeout=30_000)
         area.get_by_text("answered right").first.wait_for(timeout=30_000)   # the score line updates after the marks
         text = area.inner_text()
