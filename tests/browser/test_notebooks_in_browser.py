@@ -493,8 +493,8 @@ def test_notebook_in_browser(notebook, lab, lab_page, network, screenshot_dir, r
         for i in range(page.locator(f"{NB} {WIDGET_AREA}").count()):
             widget = page.locator(f"{NB} {WIDGET_AREA}").nth(i)
             if widget.locator(".widget-slider, .widget-text, .widget-textarea, .widget-button, "
-                              ".widget-toggle-button, .widget-toggle-buttons, .bl-view .bl-ctl, "
-                              ".bl-view .bl-btn").count() == 0:
+                              ".widget-toggle-button, .widget-toggle-buttons, .bl-view input[type=range], "
+                              ".bl-view input[type=text], .bl-view textarea, .bl-view .bl-btn").count() == 0:
                 continue                                 # a display without controls (say, a bare figure)
             what, before, after, area = _drive_a_widget(page, [widget])
             driven.append((what, before, after, area))
