@@ -23,7 +23,8 @@ What travels, and how
   `globalThis.__bertlab.Plotly` sets `plotly_wanted`; Python answers on that one view with `plotly_js`
   (a binary buffer), the module evaluates it and every other view on the page awaits the same promise. The
   module then clears `plotly_wanted` and Python empties `plotly_js`, so a saved notebook does not carry it.
-  The book ships plotly.min.js as one file beside its pages and sets `globalThis.__bertlab.Plotly` itself.
+  A page that already has this plotly.js as `window.Plotly` (the book loads its copy as one file beside its
+  pages) is used as it is; nothing is asked for.
 
 How to move a widget onto the view base
 1. Import the controls from here instead of ipywidgets: `from ..views import controls as W` (Text, IntSlider,
