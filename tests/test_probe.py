@@ -609,3 +609,21 @@ def test_pca_2d_and_cosine_similarity_live_in_probe():
     assert coords.abs().argmax(0).tolist() == [int(i) for i in coords.abs().argmax(0)]
     far = coords.abs().argmax(0)
     assert (coords[far, torch.arange(2)] > 0).all()                    # the sign convention: farthest point positive
+
+
+def test_masking_fate_is_the_one_rule_for_the_figure_and_the_counts():
+    import bertlab
+    from bertlab.model.heads import IGNORE
+    from bertlab.pretraining.masking import mask_tokens
+    from bertlab.probe.masking import masking_fate
+    _, tok = bertlab.load("bertlab-tiny", device="cpu")
+    ids = torch.tensor(tok("The river was low after a long dry summer and the ducks swam.").input_ids).expand(400, -1)
+    inputs, labels = mask_tokens(ids, tok, generator=torch.Generator().manual_seed(0))
+    fate = masking_fate(inputs, labels, tok)
+    chosen = labels != IGNORE
+    assert torch.equal(fate > 0, chosen)
+    assert torch.equal(fate == 1, chosen & (inputs == tok.mask_id))
+    assert torch.equal(fate == 3, chosen & (inputs == labels))
+    assert 0.7 < float((fate == 1).sum() / chosen.sum()) < 0.9        # 80 / 10 / 10
+    with pytest.raises(ValueError, match="same shape"):
+        masking_fate(inputs[:, :3], labels, tok)

@@ -32,6 +32,7 @@ from ..model.heads import IGNORE
 from ..probe.attention_maps import AttentionMap, attention_map
 from ..probe.cosine import cosine_similarity
 from ..probe.fill_mask import GuessChange
+from ..probe.masking import FATES, masking_fate
 from .context_figures import cosine_matrix, drift_by_layer, projection_2d
 from .look import (
     COLORS,
@@ -277,10 +278,7 @@ def masking_figure(tokens: Sequence[str], inputs, labels, tokenizer, batch_index
         raise ValueError(f"labels choose positions past the {T} tokens given: pass all the tokens of the text")
     inputs, labels = inputs[:T], labels[:T]
     chosen = labels != IGNORE
-    masked = chosen & (inputs == tokenizer.mask_id)
-    kept = chosen & (inputs == labels)
-    rand = chosen & ~masked & ~kept
-    fate = masked.long() + 2 * rand.long() + 3 * kept.long()               # 0 not chosen, 1 [MASK], 2 random, 3 kept
+    fate = masking_fate(inputs, labels, tokenizer)          # 0 not chosen, 1 [MASK], 2 random, 3 kept (probe's rule)
 
     sees = [tokenizer.id_to_token(int(i)) for i in inputs]
     for i, t in enumerate(tokens):
@@ -289,7 +287,7 @@ def masking_figure(tokens: Sequence[str], inputs, labels, tokenizer, batch_index
             where = "labels" if chosen[i] else "inputs"
             raise ValueError(f"{where}[{i}] is {original!r} but tokens[{i}] is {t!r}: pass the tokens of the "
                              "unmasked text and the inputs/labels that mask_tokens made from it")
-    names = ("not chosen", "chosen → [MASK]", "chosen → random token", "chosen → kept")
+    names = FATES
     shown = [t if f == 0 else f"{t}→{s}" if f in (1, 2) else f"{t} (kept)"
              for t, s, f in zip(tokens, sees, fate.tolist())]
 
@@ -313,7 +311,7 @@ def masking_figure(tokens: Sequence[str], inputs, labels, tokenizer, batch_index
     for name, color in zip(names, colors):                                   # legend entries only
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, showlegend=True,
                                  marker=dict(symbol="square", size=14, color=color, line=dict(width=1, color="#999"))))
-    n, m, r, k = int(chosen.sum()), int(masked.sum()), int(rand.sum()), int(kept.sum())
+    n, m, r, k = int(chosen.sum()), int((fate == 1).sum()), int((fate == 2).sum()), int((fate == 3).sum())
     fig.update_xaxes(visible=False, range=[-0.5, per_row - 0.5])
     fig.update_yaxes(visible=False, autorange="reversed")
     return finish(fig, f"{n} of {T} tokens chosen: {m} [MASK], {r} random, {k} kept (the loss uses only these {n})",
