@@ -14,8 +14,8 @@ from typing import Sequence
 
 import plotly.graph_objects as go
 import torch
-import torch.nn.functional as F
 
+from ..probe.cosine import cosine_distances
 from ..probe.projection import pca_2d
 from .look import COLORS, SEQUENTIAL, as_float, check_index, finish, shorten
 
@@ -71,7 +71,7 @@ def drift_by_layer(vectors_all_layers, labels: Sequence[str], reference: int | N
     labels = _context_labels(labels, n)
     if n < 2:
         raise ValueError("need at least two contexts to measure a distance")
-    unit = F.normalize(v.double(), dim=-1)                                  # (n, L+1, H)
+    dists = cosine_distances(v)                                             # (L+1, n, n): probe computes
     layers = list(range(L1))
     if reference is None:
         pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
@@ -82,7 +82,7 @@ def drift_by_layer(vectors_all_layers, labels: Sequence[str], reference: int | N
         ytitle = f"cosine distance to context {ref + 1}"
     fig = go.Figure()
     for c, (i, j) in enumerate(pairs):
-        dist = 1.0 - (unit[i] * unit[j]).sum(-1)                            # (L+1,)
+        dist = dists[:, i, j]                                                # (L+1,)
         name = (f"{i + 1} ↔ {j + 1}: {shorten(labels[j], 30)}" if reference is None
                 else f"{j + 1}: {shorten(labels[j], 36)}")
         fig.add_trace(go.Scatter(
