@@ -306,11 +306,25 @@ def parse_args(argv=None):
     p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's own)")
     p.add_argument("--json", default=None, metavar="FILE", help='write rows {"case", "p50_ms", "p95_ms", ...}')
     p.add_argument("--markdown", action="store_true", help="print the table as markdown")
+    p.add_argument("--browser", action="store_true",
+                   help="time in Chromium instead, change → drawn figure, in JupyterLab (bench/widgets_browser.py)")
     return p.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.browser:
+        import widgets_browser
+        rows = widgets_browser.run(interactions=args.interactions, log=C.log)
+        targets = {"AttentionExplorer/512": 150.0}
+        table = [(r["case"], f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}",
+                  f"{'yes' if r['p95_ms'] <= t else 'no'} (≤ {t:.0f})")
+                 for r in rows for t in [targets.get(r["case"].split(" ")[0], TARGET_MS)]]
+        print(C.format_table(["view (change)", "p50 ms", "p95 ms", "p95 on target (ms)"], table,
+                             markdown=args.markdown))
+        if args.json:
+            C.write_json(args.json, rows)
+        return 0
     if args.threads:
         torch.set_num_threads(args.threads)
     models = [m for m in args.models.split(",") if m]

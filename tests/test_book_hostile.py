@@ -452,3 +452,33 @@ def test_a_notebook_marker_line_is_not_shown_but_the_code_is():
     assert without_test_markers("x = 1\n  # NBVAL_SKIP\ny") == "x = 1\ny"
     assert without_test_markers("print('# NBVAL_CHECK_OUTPUT')") == "print('# NBVAL_CHECK_OUTPUT')"
 
+
+
+# ---- a bertlab view's saved state: the book runs the package's module, never the notebook's -------------
+
+def test_a_saved_view_runs_the_packages_module_with_its_html_cleaned():
+    from bertlab.book.sanitize import trusted_view
+    from bertlab.viz.views.base import esm
+
+    entry = {"model_name": "AnyModel", "buffers": [{"path": ["plotly_js"], "data": "YWxlcnQoMSk="}],
+             "state": {"_esm": "window.__pwned = 1; export default {}", "module": "view", "plotly_js": "alert(1)",
+                       "nodes": {"a": {"kind": "html", "value": '<b>ok</b><img src=x onerror="window.__pwned=1">'},
+                                 "b": {"kind": "label", "value": "<script>window.__pwned=1</script>"}},
+                       "content": {"p": {"rev": 1, "html": '<script>window.__pwned=1</script><i>kept</i>'},
+                                   "f": {"rev": 1, "figure": {"data": [], "layout": {
+                                       "images": [{"source": "https://example.com/x.png"}]},
+                                       "config": {"toImageButtonOptions": {"x": 1}}}}}}}
+    view = trusted_view(entry)
+    state = view["state"]
+    assert state["_esm"] == esm("view") and "__pwned" not in state["_esm"]
+    assert "onerror" not in state["nodes"]["a"]["value"] and "<b>ok</b>" in state["nodes"]["a"]["value"]
+    assert "<script" not in state["content"]["p"]["html"] and "<i>kept</i>" in state["content"]["p"]["html"]
+    assert state["content"]["f"]["figure"]["layout"]["images"] == [] and state["content"]["f"]["figure"]["config"] == {}
+    assert state["plotly_js"] == "" and view["buffers"] == []
+
+
+@pytest.mark.parametrize("module", ["runtime", "page", "../../etc/passwd", "nosuchview", 3, None])
+def test_a_saved_view_naming_a_module_the_package_lacks_is_not_run(module):
+    from bertlab.book.sanitize import trusted_view
+
+    assert trusted_view({"model_name": "AnyModel", "state": {"_esm": "x", "module": module, "nodes": {}}}) is None

@@ -590,3 +590,40 @@ def test_bad_input_to_mlm_probes_raises_a_value_error_that_says_what_to_do(odd_p
     with pytest.raises(ValueError, match=message):
         call(odd_pretraining, odd_tokenizer)
     assert no_hooks_anywhere(odd_pretraining)
+
+
+# ---- what the figures draw is computed here (probes compute, viz draws) ------------------------------------
+
+def test_pca_2d_and_cosine_similarity_live_in_probe():
+    from bertlab.probe.cosine import cosine_similarity
+    from bertlab.probe.projection import pca_2d
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(6, 16, generator=g)
+    sim = cosine_similarity(x)
+    assert torch.allclose(sim, torch.nn.functional.cosine_similarity(x[:, None], x[None], dim=-1), atol=1e-6)
+    coords, var = pca_2d(x)
+    assert coords.shape == (6, 2) and 0 < float(var[1]) <= float(var[0]) <= 1
+    xc = x.double() - x.double().mean(0)
+    total = float((xc ** 2).sum())
+    assert abs(float((coords.double() ** 2).sum()) / total - float(var.sum())) < 1e-5   # the variance it keeps
+    assert coords.abs().argmax(0).tolist() == [int(i) for i in coords.abs().argmax(0)]
+    far = coords.abs().argmax(0)
+    assert (coords[far, torch.arange(2)] > 0).all()                    # the sign convention: farthest point positive
+
+
+def test_masking_fate_is_the_one_rule_for_the_figure_and_the_counts():
+    import bertlab
+    from bertlab.model.heads import IGNORE
+    from bertlab.pretraining.masking import mask_tokens
+    from bertlab.probe.masking import masking_fate
+    _, tok = bertlab.load("bertlab-tiny", device="cpu")
+    ids = torch.tensor(tok("The river was low after a long dry summer and the ducks swam.").input_ids).expand(400, -1)
+    inputs, labels = mask_tokens(ids, tok, generator=torch.Generator().manual_seed(0))
+    fate = masking_fate(inputs, labels, tok)
+    chosen = labels != IGNORE
+    assert torch.equal(fate > 0, chosen)
+    assert torch.equal(fate == 1, chosen & (inputs == tok.mask_id))
+    assert torch.equal(fate == 3, chosen & (inputs == labels))
+    assert 0.7 < float((fate == 1).sum() / chosen.sum()) < 0.9        # 80 / 10 / 10
+    with pytest.raises(ValueError, match="same shape"):
+        masking_fate(inputs[:, :3], labels, tok)

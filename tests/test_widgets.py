@@ -526,3 +526,21 @@ def test_head_ablation_bad_input(tiny):
     w.rank.click()
     assert_message(w, "at most 128")
     assert no_hooks_anywhere(tiny[0])
+
+
+# ---- every view's figures fit a 1,000-px page at default settings (issue 28/30) -------------------------
+
+def test_default_figures_are_at_most_1000_px_wide(tiny, mini):
+    korean = "서울은 한국의 수도이며 많은 사람들이 살고 있습니다. 강물이 천천히 흘러갑니다."
+    views = [W.AttentionExplorer(LONG, model="bertlab-tiny"), W.MaskingLab(LONG + " " + LONG, model="bertlab-tiny"),
+             W.EmbeddingSumExplorer(korean + " " + korean, model="bertlab-mini"),
+             W.MaskPlayground(LONG, model="bertlab-tiny"), W.NSPExplorer(model="bertlab-tiny"),
+             W.ContextExplorer("bank", model="bertlab-tiny")]
+    grid = views[0]
+    grid.show_grid.value = True
+    views[2].show_positions.value = True
+    figures = [(type(v).__name__, v.figure) for v in views] + [("grid", grid.grid_figure),
+                                                               ("positions", views[2].positions_figure)]
+    for name, fig in figures:
+        assert fig is not None, name
+        assert fig.layout.width is None or fig.layout.width <= 1000, (name, fig.layout.width)

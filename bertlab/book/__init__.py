@@ -382,7 +382,8 @@ class _Site:
             right = f'<a class="next" rel="next" href="{next.page}">{html.escape(next.title)} →</a>' if next else \
                 '<a class="next" rel="next" href="teachers.html">Teacher\'s notes →</a>'
             pager = f'<nav class="pager" aria-label="previous and next lesson">{left}{right}</nav>'
-        names = (["plotly.min.js"] if "plotly-figure" in body else []) + list(scripts)
+        # bl-embed: a bertlab view, live on the page over its saved state (viz.views.page)
+        names = (["plotly.min.js"] if "plotly-figure" in body or "bl-embed" in body else []) + list(scripts)
         if current == "search.html":
             names.append("search-index.js")
         head_scripts = "".join(f'<script src="_static/{html.escape(n)}"></script>' for n in dict.fromkeys(names))

@@ -23,7 +23,8 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
-from .sanitize import bertviz_view, clean_html, clean_plotly, image_src, script_json, svg_img
+from ..viz.views.page import embed, is_view
+from .sanitize import bertviz_view, clean_html, clean_plotly, image_src, script_json, svg_img, trusted_view
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -195,6 +196,13 @@ class Renderer:
         entry = self.widgets[model_id]
         s = entry.get("state") if isinstance(entry.get("state"), dict) else {}
         name = entry.get("model_name", "")
+        if is_view(entry):                  # a bertlab view: live on the page over its saved state, no kernel
+            view = trusted_view(entry)      # the package's own module and cleaned HTML, never the notebook's code
+            if view is None:
+                return ('<p class="w-note">A view whose module this bertlab does not have: it is shown only when '
+                        'the lesson runs live.</p>')
+            self._views = getattr(self, "_views", 0) + 1
+            return embed(view, first=self._views == 1)
         if s.get("layout") and self._hidden(s["layout"]):
             return ""
         children = s.get("children") if isinstance(s.get("children"), list) else []

@@ -247,3 +247,43 @@ def _view_attribute(element: str, attribute: str, value: str) -> str | None:
         return _style(value)
     return value
 
+
+
+# ---- bertlab's views (viz.views), saved in a notebook's widget state --------------------------------------
+
+def trusted_view(entry: dict) -> dict | None:
+    """A saved bertlab view as the book may run it, or None for a view module this bertlab does not have.
+
+    The saved state carries the view's ES module (`_esm`) and whatever HTML and figures the notebook left in it:
+    all of that came from the notebook, so none of it is trusted. The page runs the module this package ships
+    under the view's name instead, HTML nodes and panes go through the same allowlist as the notebooks' HTML,
+    figures through `clean_plotly`, and a plotly.js the state might carry is dropped (the page loads the book's).
+    A bertviz pane stays in its sandboxed frame (scripts run in an opaque origin, under the page's policy)."""
+    from ..viz.views.base import esm
+
+    state = entry.get("state") if isinstance(entry.get("state"), dict) else {}
+    module = state.get("module", "view")
+    if not isinstance(module, str) or module in ("runtime", "page"):
+        return None
+    try:
+        code = esm(module)
+    except ValueError:
+        return None
+    nodes = {}
+    for key, node in (state.get("nodes") or {}).items():
+        if isinstance(node, dict) and isinstance(node.get("value"), str) and node.get("kind") == "html":
+            node = dict(node, value=clean_html(node["value"]))
+        nodes[key] = node
+    content = {}
+    for key, pane in (state.get("content") or {}).items():
+        if isinstance(pane, dict):
+            pane = dict(pane)
+            if isinstance(pane.get("html"), str) and not pane.get("frame"):
+                pane["html"] = clean_html(pane["html"])
+            if "figure" in pane:
+                pane["figure"] = clean_plotly(pane["figure"])[0]
+        content[key] = pane
+    state = dict(state, _esm=code, nodes=nodes, content=content, plotly_js="", module=module)
+    buffers = [b for b in entry.get("buffers") or []
+               if isinstance(b, dict) and isinstance(b.get("path"), list) and b["path"][:1] != ["plotly_js"]]
+    return dict(entry, state=state, buffers=buffers)

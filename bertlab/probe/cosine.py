@@ -8,7 +8,14 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-__all__ = ["cosine_distances"]
+__all__ = ["cosine_distances", "cosine_similarity"]
+
+
+def cosine_similarity(x: torch.Tensor) -> torch.Tensor:
+    """Cosine similarity between every pair of rows: (n, H) → (n, n), computed in float64 (the figures of
+    position vectors draw it: viz draws, probe computes)."""
+    x = F.normalize(torch.as_tensor(x).double(), dim=-1)
+    return (x @ x.T).float()                                                 # (n, n)
 
 
 def cosine_distances(vectors) -> torch.Tensor:

@@ -14,8 +14,9 @@ from typing import Sequence
 
 import plotly.graph_objects as go
 import torch
-import torch.nn.functional as F
 
+from ..probe.cosine import cosine_distances
+from ..probe.projection import pca_2d
 from .look import COLORS, SEQUENTIAL, as_float, check_index, finish, shorten
 
 __all__ = ["cosine_matrix", "drift_by_layer", "projection_2d"]
@@ -57,7 +58,7 @@ def cosine_matrix(distances, labels: Sequence[str], word: str | None = None, lay
     what = f"'{word}'" if word else "the word"
     return finish(fig, f"cosine distance of {what} between contexts: 0 = the same vector, same senses sit close",
                    yaxis=dict(autorange="reversed"), xaxis=dict(tickangle=30),
-                   margin=dict(l=220, r=30, t=60, b=160), width=max(520, 70 * n + 320), height=max(420, 60 * n + 240))
+                   margin=dict(l=220, r=30, t=60, b=160), width=min(1000, max(520, 70 * n + 320)), height=max(420, 60 * n + 240))
 
 
 def drift_by_layer(vectors_all_layers, labels: Sequence[str], reference: int | None = 0,
@@ -70,7 +71,7 @@ def drift_by_layer(vectors_all_layers, labels: Sequence[str], reference: int | N
     labels = _context_labels(labels, n)
     if n < 2:
         raise ValueError("need at least two contexts to measure a distance")
-    unit = F.normalize(v.double(), dim=-1)                                  # (n, L+1, H)
+    dists = cosine_distances(v)                                             # (L+1, n, n): probe computes
     layers = list(range(L1))
     if reference is None:
         pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
@@ -81,7 +82,7 @@ def drift_by_layer(vectors_all_layers, labels: Sequence[str], reference: int | N
         ytitle = f"cosine distance to context {ref + 1}"
     fig = go.Figure()
     for c, (i, j) in enumerate(pairs):
-        dist = 1.0 - (unit[i] * unit[j]).sum(-1)                            # (L+1,)
+        dist = dists[:, i, j]                                                # (L+1,)
         name = (f"{i + 1} ↔ {j + 1}: {shorten(labels[j], 30)}" if reference is None
                 else f"{j + 1}: {shorten(labels[j], 36)}")
         fig.add_trace(go.Scatter(
@@ -94,25 +95,6 @@ def drift_by_layer(vectors_all_layers, labels: Sequence[str], reference: int | N
                    xaxis=dict(title="layer (0 = embedding output)", dtick=1),
                    yaxis=dict(title=ytitle, rangemode="tozero"),
                    width=760, height=440)
-
-
-def _pca_2d(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Project (n, H) onto its two principal axes: ((n, 2) coordinates, (2,) fraction of variance).
-
-    Each axis's sign is fixed so that the point farthest along it lies on the positive side (sklearn's
-    convention), so the same vectors always give the same picture.
-    """
-    xc = x.double() - x.double().mean(dim=0)                               # (n, H) centred
-    U, S, Vh = torch.linalg.svd(xc, full_matrices=False)
-    coords = xc @ Vh[:2].T                                                 # (n, ≤2)
-    var = S ** 2 / (S ** 2).sum().clamp_min(1e-300)
-    if coords.shape[1] < 2:                                                # H == 1: a line, drawn flat
-        coords = torch.cat([coords, torch.zeros(len(x), 2 - coords.shape[1], dtype=coords.dtype)], dim=1)
-        var = torch.cat([var, torch.zeros(2 - len(var), dtype=var.dtype)])
-    far = coords.abs().argmax(dim=0)                                       # (2,)
-    sign = torch.sign(coords[far, torch.arange(2)])
-    coords = coords * torch.where(sign == 0, 1.0, sign)
-    return coords.float(), var[:2].float()
 
 
 def projection_2d(vectors, labels: Sequence[str], senses: Sequence[str] | None = None, method: str = "pca",
@@ -133,7 +115,7 @@ def projection_2d(vectors, labels: Sequence[str], senses: Sequence[str] | None =
     if isinstance(senses, str) or len(senses) != n:
         got = "a string" if isinstance(senses, str) else len(senses)
         raise ValueError(f"senses must give one sense per vector ({n}), got {got}")
-    coords, var = _pca_2d(v)
+    coords, var = pca_2d(v)                                                # probe computes, viz draws
     fig = go.Figure()
     for c, sense in enumerate(dict.fromkeys(senses)):                      # in order of first appearance
         idx = [i for i, s in enumerate(senses) if s == sense]

@@ -24,14 +24,15 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 import torch
-import torch.nn.functional as F
 from plotly.subplots import make_subplots
 
 from ..deprecation import renamed_arguments
 from ..model.bert import BertOutput
 from ..model.heads import IGNORE
 from ..probe.attention_maps import AttentionMap, attention_map
+from ..probe.cosine import cosine_similarity
 from ..probe.fill_mask import GuessChange
+from ..probe.masking import FATES, masking_fate
 from .context_figures import cosine_matrix, drift_by_layer, projection_2d
 from .look import (
     COLORS,
@@ -110,7 +111,7 @@ def embedding_sum(out: BertOutput, tokens: Sequence[str], batch_index: int = 0, 
         coloraxis2=dict(colorscale=DIVERGING, cmin=-normed, cmax=normed,
                         colorbar=dict(title="normed", x=1.08, **bar)),
         margin=dict(l=90, r=110, t=100, b=60),
-        width=min(1500, max(1000, 30 * n + 260)), height=360 + max(260, 16 * n))
+        width=min(1000, max(640, 30 * n + 260)), height=360 + max(260, 16 * n))   # ≤ 1,000 px (issue 30)
 
 
 def sinusoidal_positions(n: int, d: int) -> torch.Tensor:
@@ -128,11 +129,6 @@ def sinusoidal_positions(n: int, d: int) -> torch.Tensor:
     return pe.float()
 
 
-def _cosine_similarity(x: torch.Tensor) -> torch.Tensor:
-    x = F.normalize(x.double(), dim=-1)
-    return (x @ x.T).float()                                                 # (n, n)
-
-
 def position_similarity(position_weight, n: int | None = None, compare_sinusoidal: bool = True) -> go.Figure:
     """Cosine similarity between the first `n` learned position vectors, beside the sinusoidal encoding's.
 
@@ -146,9 +142,9 @@ def position_similarity(position_weight, n: int | None = None, compare_sinusoida
     n = P if n is None else n
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= P:
         raise ValueError(f"n must be an int between 1 and {P} (the learned positions), got {n!r}")
-    mats = [("learned (BERT)", _cosine_similarity(w[:n]))]
+    mats = [("learned (BERT)", cosine_similarity(w[:n]))]
     if compare_sinusoidal:
-        mats.append(("sinusoidal (Transformer)", _cosine_similarity(sinusoidal_positions(n, H))))
+        mats.append(("sinusoidal (Transformer)", cosine_similarity(sinusoidal_positions(n, H))))
     fig = make_subplots(rows=1, cols=len(mats), subplot_titles=[t for t, _ in mats], horizontal_spacing=0.08)
     for c, (title, sim) in enumerate(mats, start=1):
         fig.add_trace(go.Heatmap(
@@ -179,6 +175,17 @@ def attention_heatmap(out: BertOutput, tokens: Sequence[str], layer=0, head=0, b
     return attention_map_figure(amap)
 
 
+MAX_TICKS = 64          # more token labels than this on an axis are unreadable and slow to draw (512 × 2 texts)
+
+
+def sparse_ticks(fig: go.Figure, labels: list[str]) -> None:
+    """Label every token up to MAX_TICKS; beyond, every k-th (hover still names each cell's tokens)."""
+    step = -(-len(labels) // MAX_TICKS)
+    ticks = labels[::step] if step > 1 else None
+    fig.update_xaxes(tickvals=ticks)
+    fig.update_yaxes(tickvals=ticks)
+
+
 def attention_map_figure(amap: AttentionMap) -> go.Figure:
     """An `AttentionMap` (bertlab.probe.attention_map) as a heatmap, one row per query, one column per key."""
     weights, tokens = amap.weights, amap.tokens
@@ -190,6 +197,7 @@ def attention_map_figure(amap: AttentionMap) -> go.Figure:
         hovertemplate="%{y} → %{x}<br>weight %{z:.3f}<extra></extra>",
         colorbar=dict(title="weight"),
     ))
+    sparse_ticks(fig, labels)
     return finish(fig, f"{amap.title}: where each token looks",
                   xaxis_title="attends to (key)", yaxis_title="token (query)",
                   yaxis_autorange="reversed", width=min(1000, max(420, 28 * T + 160)),
@@ -216,6 +224,7 @@ def attention_grid(out: BertOutput, tokens: Sequence[str], batch_index: int = 0,
     weights = torch.stack([a[b, :, :n, :n].detach().float().cpu() for a in attentions])    # (L, A, n, n)
 
     gap = 6                                                                  # pixels between cells
+    cell_px = min(cell_px, max(24, (840 - (A - 1) * gap) // A))              # the whole grid ≤ 1,000 px wide
     width, height = A * cell_px + (A - 1) * gap, L * cell_px + (L - 1) * gap
     fig = make_subplots(rows=L, cols=A, horizontal_spacing=gap / width if A > 1 else 0.0,
                         vertical_spacing=gap / height if L > 1 else 0.0,
@@ -269,10 +278,7 @@ def masking_figure(tokens: Sequence[str], inputs, labels, tokenizer, batch_index
         raise ValueError(f"labels choose positions past the {T} tokens given: pass all the tokens of the text")
     inputs, labels = inputs[:T], labels[:T]
     chosen = labels != IGNORE
-    masked = chosen & (inputs == tokenizer.mask_id)
-    kept = chosen & (inputs == labels)
-    rand = chosen & ~masked & ~kept
-    fate = masked.long() + 2 * rand.long() + 3 * kept.long()               # 0 not chosen, 1 [MASK], 2 random, 3 kept
+    fate = masking_fate(inputs, labels, tokenizer)          # 0 not chosen, 1 [MASK], 2 random, 3 kept (probe's rule)
 
     sees = [tokenizer.id_to_token(int(i)) for i in inputs]
     for i, t in enumerate(tokens):
@@ -281,7 +287,7 @@ def masking_figure(tokens: Sequence[str], inputs, labels, tokenizer, batch_index
             where = "labels" if chosen[i] else "inputs"
             raise ValueError(f"{where}[{i}] is {original!r} but tokens[{i}] is {t!r}: pass the tokens of the "
                              "unmasked text and the inputs/labels that mask_tokens made from it")
-    names = ("not chosen", "chosen → [MASK]", "chosen → random token", "chosen → kept")
+    names = FATES
     shown = [t if f == 0 else f"{t}→{s}" if f in (1, 2) else f"{t} (kept)"
              for t, s, f in zip(tokens, sees, fate.tolist())]
 
@@ -305,12 +311,12 @@ def masking_figure(tokens: Sequence[str], inputs, labels, tokenizer, batch_index
     for name, color in zip(names, colors):                                   # legend entries only
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, showlegend=True,
                                  marker=dict(symbol="square", size=14, color=color, line=dict(width=1, color="#999"))))
-    n, m, r, k = int(chosen.sum()), int(masked.sum()), int(rand.sum()), int(kept.sum())
+    n, m, r, k = int(chosen.sum()), int((fate == 1).sum()), int((fate == 2).sum()), int((fate == 3).sum())
     fig.update_xaxes(visible=False, range=[-0.5, per_row - 0.5])
     fig.update_yaxes(visible=False, autorange="reversed")
     return finish(fig, f"{n} of {T} tokens chosen: {m} [MASK], {r} random, {k} kept (the loss uses only these {n})",
                    legend=dict(orientation="h", y=-0.02, yanchor="top", x=0),
-                   margin=dict(l=20, r=20, t=60, b=50), width=max(480, 100 * per_row + 40), height=48 * rows + 140)
+                   margin=dict(l=20, r=20, t=60, b=50), width=min(1000, max(480, 100 * per_row + 40)), height=48 * rows + 140)
 
 
 def _probability(p, name: str) -> float:

@@ -68,7 +68,8 @@ PANEL = "window.jupyterapp.shell.currentWidget"
 NB = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"
 # Lab 4 marks text outputs with data-mime-type, but not widget or plotly outputs: find those by their content.
 # A widget area is a top-level output holding a widget (an Output widget inside it has output areas of its own).
-WIDGET_AREA = ".jp-OutputArea-output:has(> .jupyter-widgets):not(.jupyter-widgets *)"
+WIDGET_AREA = (".jp-OutputArea-output:has(> .jupyter-widgets):not(.jupyter-widgets *), "
+               ".jp-OutputArea-output:has(.bl-view)")     # a bertlab view (an anywidget: viz.views)
 PLOTLY = ".jp-RenderedPlotly, .js-plotly-plot"
 
 
@@ -245,7 +246,7 @@ SIGNATURE = """(area) => {
     s.querySelectorAll('path, rect').forEach(p => marks.push((p.getAttribute('d') || '') + (p.getAttribute('width') || '')));
   });
   area.querySelectorAll('.widget-label, .widget-html-content, .widget-output .jp-RenderedText, '
-                        + '.widget-output .jp-RenderedHTMLCommon')
+                        + '.widget-output .jp-RenderedHTMLCommon, .bl-view .bl-html, .bl-view .bl-label')
       .forEach(e => text.push(e.textContent));
   let h = 5381; const m = marks.join('|');
   for (let i = 0; i < m.length; i++) h = ((h * 33) ^ m.charCodeAt(i)) >>> 0;
@@ -302,6 +303,14 @@ def _candidates(area):
     for b in area.locator(".widget-toggle-button:not(.widget-toggle-buttons *), .widget-button").filter(visible=True).all():
         if b.is_enabled():
             out.append(("click", b))
+    # a bertlab view (bertlab.viz.views) draws its own controls: a range input, text boxes, buttons
+    for r in area.locator(".bl-view input[type=range]:not([disabled])").filter(visible=True).all():
+        out.append(("range", r))
+    for t in area.locator(".bl-view input[type=text], .bl-view textarea").filter(visible=True).all():
+        if t.is_enabled() and t.input_value().strip():
+            out.append(("text", t))
+    for b in area.locator(".bl-view button.bl-btn:not([disabled]):not([aria-pressed=true])").filter(visible=True).all():
+        out.append(("click", b))
     return out
 
 
@@ -319,6 +328,10 @@ def _act(page, kind, control) -> None:
         key = "ArrowLeft" if now is not None and top is not None and float(now) >= float(top) else "ArrowRight"
         control.focus()
         control.press(key)
+    elif kind == "range":
+        at_end = control.evaluate("r => +r.value >= +r.max")
+        control.focus()
+        control.press("ArrowLeft" if at_end else "ArrowRight")
     elif kind == "text":
         value = control.input_value().rstrip()
         changed = value[:-1] + " today" + value[-1] if value[-1:] in ".!?" else value + " today"
@@ -333,7 +346,7 @@ def _act(page, kind, control) -> None:
 def _drive_a_widget(page, areas, tries: int = 3):
     """Use controls of `areas` until one changes what its widget shows. Returns (description, before, after,
     area)."""
-    order = {"slider": 0, "text": 1, "click": 2}
+    order = {"slider": 0, "range": 0, "text": 1, "click": 2}
     found = [(a, kind, c) for a in areas for kind, c in _candidates(a)]
     candidates = sorted(found, key=lambda x: order[x[1]])      # stable: page order within each kind
     assert candidates, (f"no widget to drive among {len(areas)} widget outputs: every notebook should let the "
@@ -370,11 +383,13 @@ def _answer_course_widgets(page) -> list[str]:
         commit = area.locator("button:not([disabled])", has_text="commit my prediction")
         if commit.count() == 0:
             continue
-        radios = area.locator(".widget-radio-box input[type=radio]")
+        radios = area.locator(".widget-radio-box input[type=radio], .bl-radio input[type=radio]")
         if radios.count():
             radios.first.check()
         else:
-            area.locator(".widget-text input[type=text]").first.fill("1")
+            box = area.locator(".widget-text input[type=text], .bl-view input[type=text]").first
+            box.fill("1")
+            box.press("Enter")
         commit.click()
         area.get_by_text("you predicted").wait_for(timeout=60_000)
         text = area.inner_text()
@@ -384,7 +399,7 @@ def _answer_course_widgets(page) -> list[str]:
     quizzes = page.locator(f"{NB} {WIDGET_AREA}", has_text="check your understanding")
     if quizzes.count():
         area = quizzes.first
-        area.locator(".widget-radio-box input[type=radio]").first.check()
+        area.locator(".widget-radio-box input[type=radio], .bl-radio input[type=radio]").first.check()
         area.get_by_text("your answer").wait_for(timeout=30_000)
         area.get_by_text("answered right").first.wait_for(timeout=30_000)   # the score line updates after the marks
         text = area.inner_text()
@@ -478,7 +493,8 @@ def test_notebook_in_browser(notebook, lab, lab_page, network, screenshot_dir, r
         for i in range(page.locator(f"{NB} {WIDGET_AREA}").count()):
             widget = page.locator(f"{NB} {WIDGET_AREA}").nth(i)
             if widget.locator(".widget-slider, .widget-text, .widget-textarea, .widget-button, "
-                              ".widget-toggle-button, .widget-toggle-buttons").count() == 0:
+                              ".widget-toggle-button, .widget-toggle-buttons, .bl-view input[type=range], "
+                              ".bl-view input[type=text], .bl-view textarea, .bl-view .bl-btn").count() == 0:
                 continue                                 # a display without controls (say, a bare figure)
             what, before, after, area = _drive_a_widget(page, [widget])
             driven.append((what, before, after, area))

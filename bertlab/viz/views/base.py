@@ -23,7 +23,8 @@ What travels, and how
   `globalThis.__bertlab.Plotly` sets `plotly_wanted`; Python answers on that one view with `plotly_js`
   (a binary buffer), the module evaluates it and every other view on the page awaits the same promise. The
   module then clears `plotly_wanted` and Python empties `plotly_js`, so a saved notebook does not carry it.
-  The book ships plotly.min.js as one file beside its pages and sets `globalThis.__bertlab.Plotly` itself.
+  A page that already has this plotly.js as `window.Plotly` (the book loads its copy as one file beside its
+  pages) is used as it is; nothing is asked for.
 
 How to move a widget onto the view base
 1. Import the controls from here instead of ipywidgets: `from ..views import controls as W` (Text, IntSlider,
@@ -50,6 +51,7 @@ allowed) into an element with no model at all.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 from functools import lru_cache
@@ -64,7 +66,7 @@ from . import controls as C
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["View", "show_figure", "show_html", "pack_figure", "unpack", "same_figure", "esm", "plotly_source", "PLOTLY_VERSION",
+__all__ = ["View", "show_figure", "show_html", "pack_figure", "typed_array", "unpack", "same_figure", "esm", "plotly_source", "PLOTLY_VERSION",
            "JS_DIR"]
 
 JS_DIR = Path(__file__).parent / "js"
@@ -158,10 +160,9 @@ def _pack(obj):
 
 def pack_figure(fig) -> dict:
     """A go.Figure as the module draws it: `{data, layout}`, numeric arrays as binary typed arrays."""
-    d = fig.to_dict()
-    d.pop("frames", None)
-    packed = _pack({"data": d.get("data", []), "layout": d.get("layout", {})})
-    return packed
+    # the figure's own data and layout (plotly's validated dicts), not to_dict(): that deep-copies everything and
+    # turns numpy arrays into base64 text, where the views send binary buffers. _pack builds new containers.
+    return _pack({"data": list(fig._data), "layout": fig._layout})
 
 
 def show_figure(out: C.Output, fig) -> None:
@@ -209,6 +210,7 @@ class View(anywidget.AnyWidget):
     plotly_js = t.Bytes(b"").tag(sync=True)
     plotly_version = t.Unicode(PLOTLY_VERSION).tag(sync=True)
     module = t.Unicode("view").tag(sync=True)  # which js/<module>.js draws it (for the book's runtime)
+    data = t.Dict({}).tag(sync=True)           # what the module may compute from without a kernel (the book)
 
     def __init__(self, root: C.Element, module: str = "view", **kwargs):
         if not isinstance(root, C.Element):
@@ -293,14 +295,23 @@ class View(anywidget.AnyWidget):
         return {"esm": len(state.get("_esm", "")), "json": len(_jsonable(state)), "buffers": buffers}
 
 
+def typed_array(arr) -> dict:
+    """Any numeric array as `{dtype, shape, bdata}` with a binary buffer (any number of dimensions: for a
+    module's own data, such as the attention view's (L, H, T, T) in `View.data`)."""
+    a = np.ascontiguousarray(np.asarray(arr, dtype=np.float32))
+    return {"dtype": "f4", "shape": ",".join(map(str, a.shape)), "bdata": memoryview(a.tobytes())}
+
+
 def unpack(obj):
     """The inverse of `pack_figure`'s array packing: typed-array specs back to numpy arrays (float32 as sent).
 
     Tests use it to read a pane exactly as the module receives it."""
     if isinstance(obj, dict):
-        if "bdata" in obj and "dtype" in obj and isinstance(obj["bdata"], (memoryview, bytes)):
-            shape = tuple(int(s) for s in str(obj["shape"]).split(","))
-            return np.frombuffer(bytes(obj["bdata"]), dtype=np.dtype(obj["dtype"])).reshape(shape)
+        if "bdata" in obj and "dtype" in obj:
+            raw = obj["bdata"]
+            raw = base64.b64decode(raw) if isinstance(raw, str) else bytes(raw)   # plotly's own form is base64
+            arr = np.frombuffer(raw, dtype=np.dtype(obj["dtype"]))
+            return arr.reshape(tuple(int(s) for s in str(obj["shape"]).split(","))) if obj.get("shape") else arr
         return {k: unpack(v) for k, v in obj.items()}
     if isinstance(obj, list):
         return [unpack(v) for v in obj]
@@ -310,7 +321,7 @@ def unpack(obj):
 def same_figure(sent: dict, fig, atol: float = 1e-6) -> bool:
     """Whether a pane's figure as sent (`out.content["figure"]`) draws `fig`: the same data and layout, arrays
     equal to float32 precision (`atol` relative to their scale)."""
-    want = _pack({"data": fig.to_dict().get("data", []), "layout": fig.to_dict().get("layout", {})})
+    want = _pack({"data": [dict(t) for t in fig.to_dict().get("data", [])], "layout": fig.to_dict().get("layout", {})})
 
     def eq(a, b) -> bool:
         if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):

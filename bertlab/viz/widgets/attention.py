@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 
 import plotly.graph_objects as go
+import torch
 
 from ... import probe
 from ...probe.attention_maps import attention_map
@@ -21,6 +22,7 @@ from .. import figures as F
 from ..bertviz_views import BERTVIZ_MAX_TOKENS, head_view_html
 from ..look import token_labels
 from ..views import controls as W
+from ..views.base import typed_array
 from .base import WIDE, WITH_HEADS, Widget, controls_row, show_figure, show_html, text_arg
 
 # what the heatmap shows: (label, (layer choice, head choice, reduce)); "this" is the layer slider's layer
@@ -31,6 +33,8 @@ COMBINE = {"head": ("one head", ("this", "this", "mean")),
            "all-sum": ("all layers and heads, sum", ("all", "all", "sum"))}
 
 __all__ = ["AttentionExplorer"]
+
+OFFLINE_BYTES = 512 * 1024      # the attention (L, H, T, T) saved for the book's page is at most this large
 
 
 class AttentionExplorer(Widget):
@@ -111,6 +115,7 @@ class AttentionExplorer(Widget):
         self.head.disabled = self.combine.value != "head"
         self.layer.disabled = self.combine.value.startswith("all")
         amap = attention_map(out, enc.tokens, **self.view_options())
+        self._offline(out, enc)
         if self.figure is None or (amap.tokens != self._tokens and len(amap.tokens) not in self._sizes):
             self.figure = F.attention_map_figure(amap)
             self._tokens = amap.tokens
@@ -144,6 +149,23 @@ class AttentionExplorer(Widget):
             show_html(self.head_view_out, None)
             self._keys.pop("head_view", None)
 
+    def _offline(self, out, enc) -> None:
+        """Save what the module needs to redraw every layer / head / combine / words / hide / threshold without a
+        kernel (the book's page, js/attention.js `offline`): this text's attention as one float32 buffer. A
+        long text's (more than OFFLINE_BYTES) is not saved: on the page, its controls then need the model."""
+        if self._keys.get("offline") == self._fwd_key:
+            return
+        self._keys["offline"] = self._fwd_key
+        L, (_, H, T, _) = len(out.attentions), out.attentions[0].shape
+        if L * H * T * T * 4 > OFFLINE_BYTES:
+            self.view.data = {}
+            return
+        att = torch.stack([a[0].detach().float().cpu() for a in out.attentions])           # (L, H, T, T)
+        names = ("layer", "head", "combine", "words", "hide_special", "threshold")
+        self.view.data = {"attentions": typed_array(att.numpy()), "tokens": list(enc.tokens),
+                          "controls": {n: getattr(self, n).id for n in names},
+                          "combine": [list(v[1]) for v in COMBINE.values()], "figure": self.out.id}
+
     def _patch_heatmap(self, amap) -> None:
         """Turn the current figure into what `figures.attention_map_figure(amap)` would build, without building it.
 
@@ -160,6 +182,7 @@ class AttentionExplorer(Widget):
             if tokens != self._tokens:
                 labels = token_labels(tokens)
                 trace.x = trace.y = labels
+                F.sparse_ticks(fig, labels)
                 fig.layout.width, fig.layout.height = self._sizes[len(tokens)]
                 self._tokens = tokens
 

@@ -12,8 +12,8 @@ import numbers
 
 import torch
 
-from ...model.heads import IGNORE
 from ...pretraining.masking import mask_tokens
+from ...probe.masking import masking_fate
 from .. import figures as F
 from ..views import controls as W
 from .base import WIDE, Widget, controls_row, show_figure, text_arg, whole_arg
@@ -99,17 +99,15 @@ class MaskingLab(Widget):
         ids = torch.tensor(enc.input_ids).expand(n, len(enc))                  # (n, T)
         inputs, labels = mask_tokens(ids, tok, generator=self.generator, mode=self.mode.value,
                                      whole_word=self.whole_word.value)
-        chosen = labels != IGNORE
-        masked = chosen & (inputs == tok.mask_id)
-        kept = chosen & (inputs == labels)
+        fate = masking_fate(inputs, labels, tok)                  # (n, T): probe's rule, the figure's too
         never = torch.tensor([tok.cls_id, tok.sep_id, tok.pad_id, tok.mask_id])
         c = self.counts
         c["draws"] += n
         c["candidates"] += n * int((~torch.isin(ids[0], never)).sum())
-        c["chosen"] += int(chosen.sum())
-        c["mask"] += int(masked.sum())
-        c["kept"] += int(kept.sum())
-        c["random"] += int((chosen & ~masked & ~kept).sum())
+        c["chosen"] += int((fate > 0).sum())
+        c["mask"] += int((fate == 1).sum())
+        c["random"] += int((fate == 2).sum())
+        c["kept"] += int((fate == 3).sum())
         self.inputs, self.labels = inputs[-1], labels[-1]
         self.figure = F.masking_figure(enc.tokens, self.inputs, self.labels, tok)
         show_figure(self.out, self.figure)
