@@ -1,7 +1,7 @@
 """One way to call everything: names, calling conventions and result types agree across bertlab and bertlab.viz.
 
 - every public name says what it is for (a docstring of its own) and every public function what it returns;
-- README.md's "API at a glance" table is what scripts/api_table.py writes from the code today;
+- README.md's "API at a glance" table is what bertlab/api_table.py (scripts/api_table.py) writes from the code today;
 - probe/__init__.py only re-exports, and no probe module imports from it;
 - the old spellings (`tok=`, `Widget.tok`, a guess indexed like a tuple, a layer by position) still work,
   with a DeprecationWarning that names the new spelling; the new spellings warn about nothing.
@@ -12,7 +12,6 @@ pyproject's pytest settings ignore DeprecationWarning, so each check here record
 from __future__ import annotations
 
 import ast
-import importlib.util
 import inspect
 import warnings
 from pathlib import Path
@@ -36,10 +35,8 @@ def public_names():
 
 @pytest.fixture(scope="module")
 def api_table():
-    spec = importlib.util.spec_from_file_location("api_table", ROOT / "scripts" / "api_table.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from bertlab import api_table
+    return api_table
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import bertlab
-from bertlab.probe.layers import PROBING_DIR, read_senses_file
 from bertlab.probe import nearest as nearest_module
+from bertlab.probe.layers import PROBING_DIR, read_senses_file
 from bertlab.probe.nearest import clear_index_cache, highlight, nearest_contexts
 
 # Queries written for this test, none of them in senses.tsv: (word, sense, sentence).
