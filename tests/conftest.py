@@ -14,7 +14,7 @@ import torch
 
 import bertlab
 from bertlab import BertConfig, Tokenizer
-from testkit import HF_NAMES, ODD, make_batch, randomize_  # noqa: F401  (HF_NAMES re-exported)
+from testkit import HF_NAMES, ODD, bundled, make_batch, randomize_  # noqa: F401  (HF_NAMES re-exported)
 
 
 @pytest.fixture
@@ -97,8 +97,9 @@ def minilm_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def minilm(minilm_dir):
-    """`(Bert, Tokenizer)` from `bertlab.load("minilm")`, shared by the session: never modify it."""
-    return bertlab.load("minilm", device="cpu")
+    """`(Bert, Tokenizer)` from `bertlab.load("minilm")`, shared by the session: never modify it (a test that
+    changes the model takes its own copy with `testkit.bundled("minilm")`)."""
+    return bundled("minilm")
 
 
 @pytest.fixture(scope="session")

@@ -9,14 +9,14 @@ import torch
 import bertlab
 from bertlab.probe import attention_map, merge_word_pieces, word_groups
 from bertlab.probe.running import run
-from testkit import one_thread  # noqa: F401  (a fixture)
+from testkit import bundled, one_thread  # noqa: F401  (a fixture)
 
 TEXT = "The playwright quietly rewrote the unfinished manuscript."
 
 
 @pytest.fixture(scope="module")
 def mini():
-    return bertlab.load("bertlab-mini", device="cpu")
+    return bundled("bertlab-mini")
 
 
 @pytest.fixture(scope="module")

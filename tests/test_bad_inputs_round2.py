@@ -21,7 +21,7 @@ import bertlab
 from bertlab import Bert, BertConfig, BertForPreTraining, Tokenizer, probe
 from bertlab.pretraining.trainer import pretrain
 from bertlab.probe.attention_maps import attention_map
-from testkit import ODD, corpus, one_thread, randomize_  # noqa: F401  (corpus, one_thread: fixtures)
+from testkit import ODD, bundled, corpus, one_thread, randomize_  # noqa: F401  (corpus, one_thread: fixtures)
 
 needs_widgets = pytest.mark.skipif(
     importlib.util.find_spec("ipywidgets") is None or importlib.util.find_spec("plotly") is None,
@@ -40,7 +40,7 @@ def viz():
 
 @pytest.fixture(scope="module")
 def tiny():
-    return bertlab.load("bertlab-tiny", device="cpu")
+    return bundled("bertlab-tiny")
 
 
 class Inputs:

@@ -25,7 +25,7 @@ from bertlab.cli import main
 from bertlab.files import LinkRefused, WriteFailed
 from bertlab.pretraining import runfolder, trainer
 from bertlab.pretraining.trainer import pretrain
-from testkit import corpus, one_thread  # noqa: F401  (fixtures)
+from testkit import bundled, corpus, one_thread  # noqa: F401  (fixtures)
 
 TINY = dict(preset="tiny", max_len=32, batch_size=8, vocab_size=300, seed=0, device="cpu", progress=False)
 RUN = dict(TINY, steps=4, save_every=2, log_every=1)       # checkpoints at steps 2 and 4
@@ -198,7 +198,7 @@ def modes(folder: Path) -> dict[str, int]:
 
 @pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
 def test_every_file_of_a_save_follows_the_umask(umask, tmp_path):
-    model, tok = bertlab.load("bertlab-tiny", device="cpu")
+    model, tok = bundled("bertlab-tiny")
     old = os.umask(umask)
     try:
         bertlab.save(model, tok, tmp_path / "ckpt")
@@ -384,7 +384,7 @@ def test_a_full_disk_while_logging_names_the_log(corpus, tmp_path, monkeypatch, 
 
 
 def test_a_full_disk_during_save_names_the_file_and_keeps_the_previous_save(tmp_path, monkeypatch):
-    model, tok = bertlab.load("bertlab-tiny", device="cpu")
+    model, tok = bundled("bertlab-tiny")
     bertlab.save(model, tok, tmp_path / "ckpt")
     before = {p.name: p.read_bytes() for p in (tmp_path / "ckpt").iterdir()}
     monkeypatch.setattr("bertlab.checkpoint.save_file", enospc)
@@ -421,7 +421,7 @@ def test_a_read_only_file_system_is_a_permission_error_naming_out(tmp_path, monk
 # ---- item 6: the leftovers of killed saves and runs ---------------------------------------------------------
 
 def test_the_temporary_folder_of_a_killed_save_is_removed_by_the_next_save(tmp_path):
-    model, tok = bertlab.load("bertlab-tiny", device="cpu")
+    model, tok = bundled("bertlab-tiny")
     ckpt = tmp_path / "ckpt"
     bertlab.save(model, tok, ckpt)
     dead = _dead_pid()

@@ -16,6 +16,7 @@ from bertlab.checkpoint import ASSETS
 from bertlab.cli import _add_pretrain
 from bertlab.pretraining.evaluate import card_scores
 from bertlab.probe import fill_mask, next_sentence
+from testkit import bundled
 
 MINI = ASSETS / "bertlab-mini"
 
@@ -23,7 +24,7 @@ MINI = ASSETS / "bertlab-mini"
 @pytest.fixture(scope="module")
 def mini():
     torch.set_num_threads(2)
-    return bertlab.load("bertlab-mini", device="cpu")
+    return bundled("bertlab-mini")
 
 
 @pytest.fixture(scope="module")

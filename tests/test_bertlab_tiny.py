@@ -12,7 +12,7 @@ import bertlab
 from bertlab.checkpoint import ASSETS
 from bertlab.pretraining.evaluate import evaluate
 from bertlab.probe import fill_mask, next_sentence
-from testkit import one_thread  # noqa: F401  (a fixture)
+from testkit import bundled, one_thread  # noqa: F401  (a fixture)
 
 TINY = ASSETS / "bertlab-tiny"
 CORPUS = ASSETS / "corpus"
@@ -23,7 +23,7 @@ HELDOUT = [str(CORPUS / "heldout" / f"{name}.txt") for name in ORIGINAL]
 
 @pytest.fixture(scope="module")
 def tiny():
-    return bertlab.load("bertlab-tiny", device="cpu")
+    return bundled("bertlab-tiny")
 
 
 def test_ships_as_package_data_under_15_mb_with_a_model_card():

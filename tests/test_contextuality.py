@@ -6,9 +6,8 @@ import re
 
 import pytest
 
-import bertlab
 from bertlab.probe.contextuality import contextuality
-from testkit import one_thread  # noqa: F401  (fixture)
+from testkit import bundled, one_thread  # noqa: F401  (fixture)
 
 HELDOUT = "bertlab/assets/corpus/heldout/"
 # sentences in the odd tokenizer's vocabulary (conftest.ODD_VOCAB): "the", "cat", "dog", "bank", ... are words
@@ -18,7 +17,7 @@ ODD = ["the cat sat on the mat.", "the dog sat in the river.", "she sat on the b
 
 @pytest.fixture(scope="module")
 def minilm():
-    return bertlab.load("minilm")
+    return bundled("minilm")
 
 
 def polysemous():

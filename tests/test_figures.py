@@ -24,6 +24,7 @@ from bertlab.pretraining import mask_tokens
 from bertlab.pretraining.schedule import lr_at
 from bertlab.probe import fill_mask, next_sentence
 from bertlab.viz.figures import LAYOUT
+from testkit import bundled
 
 torch.set_num_threads(1)
 
@@ -57,7 +58,7 @@ def run(minilm):
 @pytest.fixture(scope="module")
 def tiny():
     """bertlab-tiny: the bundled BertForPreTraining (MLM + NSP heads)."""
-    model, tok = bertlab.load("bertlab-tiny", device="cpu")
+    model, tok = bundled("bertlab-tiny")
     return model.eval(), tok
 
 

@@ -8,13 +8,12 @@ import torch
 
 pytest.importorskip("ipywidgets", reason="the widgets need the notebooks extra (ipywidgets)")
 
-import bertlab  # noqa: E402
 from bertlab.probe.minimal_pairs import compare_fill  # noqa: E402
 from bertlab.probe.mixing import context_mixing, mixing_scoreboard  # noqa: E402
 from bertlab.probe.patching import patch  # noqa: E402
 from bertlab.viz import intervention as F  # noqa: E402
 from bertlab.viz import widgets as W  # noqa: E402
-from testkit import no_hooks_anywhere  # noqa: E402
+from testkit import bundled, no_hooks_anywhere  # noqa: E402
 
 A = "Tom went to the [MASK] to open a savings account."
 B = "Tom went to the [MASK] to open a birthday present."
@@ -22,7 +21,7 @@ B = "Tom went to the [MASK] to open a birthday present."
 
 @pytest.fixture(scope="module")
 def mini():
-    return bertlab.load("bertlab-mini", device="cpu")
+    return bundled("bertlab-mini")
 
 
 @pytest.fixture(autouse=True)

@@ -18,14 +18,14 @@ from bertlab.probe.mixing import (
     mixing_scoreboard,
     spearman,
 )
-from testkit import ODD, no_hooks_anywhere, randomize_
+from testkit import ODD, bundled, no_hooks_anywhere, randomize_
 
 BANK = "Tom went to the [MASK] to open a savings account."
 
 
 @pytest.fixture(scope="module")
 def mini():
-    return bertlab.load("bertlab-mini")
+    return bundled("bertlab-mini")
 
 
 def test_every_measure_gives_one_score_per_token(mini):

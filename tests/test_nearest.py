@@ -11,6 +11,7 @@ import bertlab
 from bertlab.probe import nearest as nearest_module
 from bertlab.probe.layers import PROBING_DIR, read_senses_file
 from bertlab.probe.nearest import clear_index_cache, highlight, nearest_contexts
+from testkit import bundled
 
 # Queries written for this test, none of them in senses.tsv: (word, sense, sentence).
 QUERIES = [
@@ -67,7 +68,7 @@ def senses():
 @pytest.fixture(scope="module")
 def tiny():
     """A private bertlab-tiny, free to modify (the session's MiniLM must stay untouched)."""
-    return bertlab.load("bertlab-tiny", device="cpu")
+    return bundled("bertlab-tiny")
 
 
 def precision_at_5(model, tok, corpus, sense_of, layer) -> float:
@@ -103,7 +104,7 @@ def test_precision_at_5_over_ten_polysemous_words_beats_the_context_free_layer(m
 
 def test_bertlab_mini_separates_senses_too(senses):
     # measured on bertlab-mini: 0.920 at the last layer, 0.540 at layer 0
-    model, tok = bertlab.load("bertlab-mini", device="cpu")
+    model, tok = bundled("bertlab-mini")
     corpus, sense_of = senses
     assert precision_at_5(model, tok, corpus, sense_of, layer=-1) >= 0.85
 

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 import bertlab
 from bertlab.probe.patching import Patching, patch
-from testkit import no_hooks_anywhere
+from testkit import bundled, no_hooks_anywhere
 
 CLEAN = "She paid the [MASK] with her card at the shop."
 CORRUPT = "She paid the [MASK] with her hand at the shop."
@@ -21,7 +21,7 @@ def lab_model(request):
 
 @pytest.fixture(scope="module")
 def mini():
-    return bertlab.load("bertlab-mini")
+    return bundled("bertlab-mini")
 
 
 def _mask_pos(p: Patching) -> int:

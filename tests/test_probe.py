@@ -31,7 +31,7 @@ from bertlab.probe import (
     sentence_embedding,
     word_vectors,
 )
-from testkit import no_hooks_anywhere
+from testkit import bundled, no_hooks_anywhere
 
 torch.set_num_threads(1)
 
@@ -48,7 +48,7 @@ def odd_pretraining(odd_config, randomize):
 @pytest.fixture(scope="module")
 def tiny():
     """bertlab-tiny, the bundled pre-trained model with MLM and NSP heads."""
-    return bertlab.load("bertlab-tiny", device="cpu")
+    return bundled("bertlab-tiny")
 
 
 def token_span(tokens: list[str], pieces: list[str]) -> tuple[int, int]:

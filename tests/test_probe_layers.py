@@ -18,6 +18,7 @@ from bertlab.probe.layers import (
     read_pos_file,
     read_senses_file,
 )
+from testkit import bundled
 
 # ---- the shipped probing sets -------------------------------------------------------------------
 
@@ -120,7 +121,7 @@ def test_the_split_is_by_sentence_and_the_counts_add_up(minilm_probes):
 
 
 def test_the_same_call_gives_the_same_numbers_and_another_seed_another_split():
-    model, tok = bertlab.load("bertlab-tiny", device="cpu")
+    model, tok = bundled("bertlab-tiny")
     examples, labels = load_probing_set("senses")
     a = probe_layers(model, tok, examples, labels, steps=50)
     b = probe_layers(model, tok, examples, labels, steps=50)

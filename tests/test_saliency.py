@@ -9,19 +9,19 @@ import torch
 import bertlab
 from bertlab.probe import fill_mask
 from bertlab.probe.saliency import saliency
-from testkit import one_thread  # noqa: F401  (fixture)
+from testkit import bundled, one_thread  # noqa: F401  (fixture)
 
 DOOR = "She opened the [MASK] and walked in."
 
 
 @pytest.fixture(scope="module")
 def mini():
-    return bertlab.load("bertlab-mini")
+    return bundled("bertlab-mini")
 
 
 @pytest.fixture(scope="module")
 def tiny():
-    return bertlab.load("bertlab-tiny")
+    return bundled("bertlab-tiny")
 
 
 def test_integrated_gradients_add_up_to_the_change_in_log_probability(mini):
@@ -97,7 +97,7 @@ def test_saliency_of_a_classifier_explains_its_label_logit(mini):
 
 
 def test_saliency_leaves_the_model_as_it_found_it(tiny):
-    model, tok = bertlab.load("bertlab-tiny")                # a private copy: this test changes its mode
+    model, tok = bundled("bertlab-tiny")                     # a private copy: this test changes its mode
     model.train()
     with torch.no_grad():                                    # a caller's no_grad does not stop the gradients
         s = saliency(model, tok, DOOR, steps=4)

@@ -21,7 +21,7 @@ import bertlab  # noqa: E402
 from bertlab import probe  # noqa: E402
 from bertlab.viz import figures as F  # noqa: E402
 from bertlab.viz import widgets as W  # noqa: E402
-from testkit import no_hooks_anywhere, one_thread  # noqa: E402, F401  (one_thread: a fixture)
+from testkit import bundled, no_hooks_anywhere, one_thread  # noqa: E402, F401  (one_thread: a fixture)
 
 LONG = ("The river was low after a long dry summer, and brown leaves floated past the ducks near the far "
         "shore while the old dog barked at them from the muddy bank and the children laughed.")
@@ -30,13 +30,13 @@ LONG = ("The river was low after a long dry summer, and brown leaves floated pas
 @pytest.fixture(scope="session")
 def tiny():
     """bertlab-tiny, the bundled pre-trained model (package data: its absence is a failure, not a skip)."""
-    return bertlab.load("bertlab-tiny", device="cpu")
+    return bundled("bertlab-tiny")
 
 
 @pytest.fixture(scope="session")
 def mini():
     """bertlab-mini, the lab's MLM + NSP model on real English (package data too)."""
-    return bertlab.load("bertlab-mini", device="cpu")
+    return bundled("bertlab-mini")
 
 
 @pytest.fixture(autouse=True)
