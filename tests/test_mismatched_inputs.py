@@ -1,4 +1,4 @@
-"""The second adversarial round on inputs (issue 21): a tokenizer that is not the model's own, yes/no settings
+"""Inputs of the wrong kind (issue 21): a tokenizer that is not the model's own, yes/no settings
 written as strings, NaN weights, negative layer and head indexes, devices this machine lacks, paths that are
 not paths, hooks that return the wrong thing, and widgets built with odd arguments.
 

@@ -1,4 +1,4 @@
-"""The second adversarial round on pre-training runs (issue 21): planted links, file modes, impossible numbers,
+"""What can go wrong around a pre-training run (issue 21): planted links, file modes, impossible numbers,
 a diverging loss, full disks and read-only folders.
 
 Each test is one thing an adversarial or unlucky user does to a run, and what must happen: the link is
