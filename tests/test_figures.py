@@ -18,11 +18,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import bertlab
 from bertlab import viz
 from bertlab.pretraining import mask_tokens
 from bertlab.pretraining.schedule import lr_at
-from bertlab.probe import fill_mask, next_sentence
+from bertlab.probe import AttentionMap, fill_mask, next_sentence
 from bertlab.viz.figures import LAYOUT
 from testkit import bundled
 
@@ -99,7 +98,7 @@ def figures(run, bank):
         "position_similarity": viz.position_similarity(model.embeddings.position_embeddings.weight, n=32),
         "attention_heatmap": viz.attention_heatmap(out, enc.tokens, layer=2, head=3),
         "attention_map_figure": viz.attention_map_figure(
-            bertlab.attention_map(out, enc.tokens, layer="all", head="all", words=True, hide_special=True)),
+            AttentionMap.from_output(out, enc.tokens, layer="all", head="all", words=True, hide_special=True)),
         "attention_grid": viz.attention_grid(out, enc.tokens),
         "masking_figure": viz.masking_figure(enc.tokens, inputs, labels, tok),
         "nsp_figure": viz.nsp_figure(0.8, TEXT_A, TEXT_B),

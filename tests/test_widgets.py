@@ -17,8 +17,8 @@ pytest.importorskip("plotly", reason="the widgets draw with plotly")
 
 import plotly.io as pio  # noqa: E402
 
-import bertlab  # noqa: E402
 from bertlab import probe  # noqa: E402
+from bertlab.probe import AttentionMap  # noqa: E402
 from bertlab.viz import figures as F  # noqa: E402
 from bertlab.viz import widgets as W  # noqa: E402
 from testkit import bundled, no_hooks_anywhere, one_thread  # noqa: E402, F401  (one_thread: a fixture)
@@ -168,7 +168,7 @@ def test_attention_explorer_combines_heads_merges_words_and_hides_specials(minil
         for name, value in step.items():
             getattr(w, name).value = value
         assert w.error is None
-        expected = bertlab.attention_map(w._fwd, enc.tokens, **w.view_options())
+        expected = AttentionMap.from_output(w._fwd, enc.tokens, **w.view_options())
         # the in-place update equals the figure attention_map_figure builds from scratch
         assert as_json(w.figure) == as_json(F.attention_map_figure(expected))
         assert shown(w.out)["data"][0]["z"] == as_json(w.figure)["data"][0]["z"]
@@ -181,7 +181,7 @@ def test_attention_explorer_combines_heads_merges_words_and_hides_specials(minil
     # a new model and a new text still give attention_map_figure's figure
     w.text.value = "A cat sat."
     assert as_json(w.figure) == as_json(F.attention_map_figure(
-        bertlab.attention_map(w._fwd, tok("A cat sat.").tokens, **w.view_options())))
+        AttentionMap.from_output(w._fwd, tok("A cat sat.").tokens, **w.view_options())))
 
 
 def test_attention_explorer_shows_the_guesses_at_each_mask(mini, minilm):
