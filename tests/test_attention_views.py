@@ -153,6 +153,7 @@ def view_doms(dom: str) -> dict[str, str]:
     return {re.match(r'<div id="(bertviz-[0-9a-f]+)"', p).group(1): p.split("<script")[0] for p in parts}
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_views_render_offline_in_chromium(views, minilm, tmp_path):
     model, tok = minilm
@@ -231,6 +232,7 @@ def test_attention_view_ticks(batch_view):
     assert "%{x}" in long.data[0].hovertemplate
 
 
+@pytest.mark.slow
 def test_attention_view_grid(batch_view, minilm, monkeypatch):
     model, _ = minilm
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
@@ -257,6 +259,7 @@ def test_attention_view_truncates_to_max_length(minilm):
     assert "truncated" in view.figure(0, 0, 0).layout.title.text
 
 
+@pytest.mark.slow
 def test_to_html_is_standalone(batch_view, tmp_path):
     path = batch_view.to_html(tmp_path / "view.html", index=2)
     html = path.read_text(encoding="utf-8")
@@ -277,6 +280,7 @@ def test_to_html_is_standalone(batch_view, tmp_path):
         assert "main-svg" in dom and "layer 0, head 0" in dom
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_to_png(batch_view, tmp_path):
     path = batch_view.to_png(tmp_path / "head.png", index=1, layer=2, head=3)

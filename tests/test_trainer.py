@@ -205,6 +205,7 @@ def test_keep_checkpoints_keeps_only_the_newest(corpus, tmp_path):
 
 # ---- DDP -----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_ddp_with_two_cpu_processes_matches_one_process(corpus, tmp_path):
     if not (torch.distributed.is_available() and torch.distributed.is_gloo_available()):
         pytest.skip("this torch has no gloo backend, so torchrun cannot run two CPU processes")
