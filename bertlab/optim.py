@@ -18,6 +18,14 @@ from __future__ import annotations
 import torch
 
 
+def warmup_count(steps: int, share: float) -> int:
+    """The warm-up as a number of steps: `share` of `steps` (0.1: the paper's 10 %), at least one unless 0.
+
+    Every loop spells warm-up as this share (PretrainArgs.warmup, FineTuneSettings.warmup); with 0.1 it is
+    exactly `max(1, steps // 10)`, the count the studies and the stored cards were made with."""
+    return max(1, int(steps * share + 1e-9)) if share else 0
+
+
 def lr_at(step: int, steps: int, warmup: int, peak: float) -> float:
     """Linear warm-up over `warmup` steps to `peak`, then linear decay to zero at `steps` (the paper's schedule)."""
     if step < warmup:

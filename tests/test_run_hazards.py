@@ -227,7 +227,9 @@ IMPOSSIBLE = [
     ("clip", float("nan"), "--clip nan"),
     ("weight_decay", -0.01, "--weight-decay -0.01 (weight_decay=-0.01) is out of range: it must be a finite "
                             "number ≥ 0"),
-    ("warmup_steps", -5, "--warmup-steps -5 (warmup_steps=-5) is out of range: it must be a whole number ≥ 0"),
+    ("warmup", -0.5, "--warmup -0.5 (warmup=-0.5) is out of range: it must be a finite number in [0, 1)"),
+    ("warmup", 1.0, "--warmup 1.0"),
+    ("layers", 0, "--layers 0 (layers=0) is out of range: it must be a whole number ≥ 1"),
     ("lr", float("inf"), "--lr inf (lr=inf) is out of range: it must be a finite number > 0"),
     ("lr", float("nan"), "--lr nan"),
     ("lr", "1e-3", "--lr '1e-3' (lr='1e-3'): must be a finite number > 0"),
@@ -326,7 +328,7 @@ def test_a_diverging_run_from_the_command_line_is_one_line(corpus, tmp_path, mon
 def test_a_huge_learning_rate_is_caught_by_the_finite_check_not_saved(corpus, tmp_path):
     """No mock: lr 1e12 makes the weights overflow within a few steps, and the run stops instead of saving them."""
     with pytest.raises(FloatingPointError, match="no longer a finite number"):
-        pretrain(corpus, tmp_path / "run", **{**RUN, "steps": 30, "lr": 1e12, "warmup_steps": 0, "clip": 1e30})
+        pretrain(corpus, tmp_path / "run", **{**RUN, "steps": 30, "lr": 1e12, "warmup": 0, "clip": 1e30})
     assert not (tmp_path / "run" / "model.safetensors").exists()
 
 
