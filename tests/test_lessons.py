@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bertlab.book.course import find_lessons
+from bertlab.book.contents import find_lessons
 from bertlab.course import lessons as L
 
 ROOT = Path(__file__).resolve().parents[1]

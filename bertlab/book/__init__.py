@@ -28,7 +28,7 @@ from pathlib import Path
 
 import nbformat
 
-from .course import Lesson, course_map, find_glossary, find_lessons
+from .contents import Lesson, course_map, find_glossary, find_lessons
 from .execute import executed_notebooks
 from .live import Live
 from .render import Renderer, markdown, pygments_css

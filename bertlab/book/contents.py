@@ -1,5 +1,5 @@
-"""The course as the book shows it: the lessons, their map (prerequisites, minutes, core or optional) and
-their exercises, read from what exists when the book is built.
+"""The book's table of contents: the lessons, their map (prerequisites, minutes, core or optional) and their
+exercises, read from what exists when the book is built.
 
 Nothing here is a second copy of the course: every fact comes from the notebooks or the README, so a lesson
 added, renamed or re-timed by its author appears correctly in the next build without touching this file.

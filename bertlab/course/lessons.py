@@ -4,7 +4,7 @@ A lesson's path (core, optional, reference), prerequisites, measured run time, r
 written in one place, its notebook's metadata; its exercise minutes are the sum of its exercises' own tags
 (`**04.3** · difficulty ●●○ · importance ●●○ · about 10 min · …`), which stay in the exercise cells. From those
 this module writes the README's Start-here table, 00's map, each notebook's "Before you start" paragraph, and
-the book reads them (bertlab/book/course.py). `sync(write=False)` lists every place that says something
+the book reads them (bertlab/book/contents.py). `sync(write=False)` lists every place that says something
 else (tests/test_lessons.py fails on any); `python scripts/notebooks.py --lessons` rewrites them, and
 `--measure` runs the notebooks again and writes their run times, with the machine's load, into the metadata.
 
