@@ -58,6 +58,7 @@ def test_ordinary_english_never_becomes_unk(mini):
         assert "[UNK]" not in tok.tokenize(text), text
 
 
+@pytest.mark.slow
 def test_the_cards_numbers_are_what_the_shipped_weights_score_now(measured):
     card = json.loads((MINI / "eval.json").read_text())
     for part in ("prose", "wordnet"):

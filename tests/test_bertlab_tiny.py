@@ -56,6 +56,7 @@ def test_korean_stays_in_syllables(tiny):
     assert "사랑" in "".join(tok.tokenize("나는 가족을 사랑한다.")).replace("##", "")
 
 
+@pytest.mark.slow
 def test_the_cards_held_out_numbers_are_what_evaluation_measures_now(tiny):
     model, tok = tiny
     card = json.loads((TINY / "eval.json").read_text())

@@ -93,7 +93,7 @@ def test_a_run_saved_with_the_old_warmup_steps_resumes_on_the_same_schedule(corp
     assert state["args"].pop("warmup") == 0.1
     state["args"]["warmup_steps"] = None                       # as the old trainer saved its default
     torch.save(state, state_file)
-    pretrain(None, copy, resume=True)
+    pretrain(corpus, copy, resume=True)                          # the copy is elsewhere: say where the corpus is
     assert_same_losses(metrics(copy), metrics(run_a), range(1, 9), atol=1e-6)
 
 
