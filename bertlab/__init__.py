@@ -10,6 +10,7 @@ from .config import BertConfig
 from .course import check, hint  # exercise checks that never show the answer; hints in tiers
 from .experiments import experiment, replay
 from .finetuning import FineTuneResult, evaluate_task, finetune, load_task
+from .hooks import act_name  # a hook point's full name from its short one: act_name("pattern", 0)
 from .hub import cached_models  # hub BERTs already downloaded; huggingface_hub is imported only on use
 from .model import (
                     Bert,
@@ -58,4 +59,4 @@ __all__ = ["BertConfig", "Tokenizer", "Encoding", "Batch", "Bert", "BertOutput",
            "cosine_distances", "sentence_embedding", "attention_rollout", "head_importance", "ablate", "saliency", "head_types",
            "contextuality", "nearest_contexts", "probe_layers", "load_probing_set", "attention_neurons",
            "attention_map", "patch", "compare_fill", "context_mixing", "mixing_scoreboard", "check", "hint",
-           "finetune", "FineTuneResult", "evaluate_task", "load_task", "experiment", "replay"]
+           "finetune", "FineTuneResult", "evaluate_task", "load_task", "experiment", "replay", "act_name"]
