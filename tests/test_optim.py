@@ -56,3 +56,24 @@ def test_clip_and_step_returns_the_norm_before_clipping():
     norm = clip_and_step(model, opt, 1.0)
     assert float(norm) == pytest.approx(5.0)
     assert p.detach().tolist() == pytest.approx([-0.6, -0.8])
+
+
+def test_fused_adamw_is_opt_in_and_agrees_with_the_default_to_rounding(odd_config, batch):
+    def train(fused):
+        bertlab.set_seed(0)
+        model = bertlab.BertForSequenceClassification(odd_config, num_labels=2).train()
+        opt = adamw(model, 1e-2, fused=fused)
+        for step in range(3):
+            bertlab.set_seed(step)
+            set_lr(opt, lr_at(step, 3, 1, 1e-2))
+            loss = model(**batch, labels=torch.tensor([0, 1, 1])).loss
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            clip_and_step(model, opt, 0.5)
+        return opt, model.state_dict()
+
+    default, foreach = train(False)
+    opt, fused = train(True)
+    assert default.defaults["foreach"] and not default.defaults.get("fused")     # stored cards keep foreach
+    assert opt.defaults["fused"]
+    assert all(torch.allclose(fused[k], foreach[k], atol=1e-5) for k in fused)

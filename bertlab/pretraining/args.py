@@ -94,6 +94,8 @@ class PretrainArgs:
                                                   "NSP accuracy)", resumable=True)
     bf16: bool | None = setting(None, "bfloat16 autocast (default: on for CUDA, off for the CPU)")
     compile: bool = setting(False, "torch.compile the model")
+    fused_adamw: bool = setting(False, "AdamW as one fused kernel per step: faster, but it rounds differently "
+                                       "from the default (foreach), so numbers differ in the last bits")
     device: str | None = setting(None, "cpu, cuda, cuda:1 … (default: cuda if available)", resumable=True)
     progress: bool = setting(True, "show a progress bar", resumable=True)
     snapshot_every: int = setting(0, "every N steps (and at step 0), record attention, [MASK] guesses and "

@@ -252,7 +252,7 @@ class _Run:
         if a.snapshot_every:
             snapshots.check_text(a.snapshot_text, self.tokenizer, a.max_len)
         self.mask_gen = torch.Generator().manual_seed(a.seed)
-        self.optimizer = adamw(self.model, a.lr, a.weight_decay, eps=1e-6)
+        self.optimizer = adamw(self.model, a.lr, a.weight_decay, eps=1e-6, fused=a.fused_adamw)
         if state is not None:
             self.optimizer.load_state_dict(state["optimizer"])
             self.data.load_state_dict(state["data"])
