@@ -37,6 +37,7 @@ def test_there_are_checkable_exercises_and_each_is_tagged():
         assert e.title and e.expects
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exercise", ALL)
 def test_the_solution_passes_and_every_known_wrong_answer_fails_with_its_diagnosis(exercise):
     nn, k = exercise.split(".")
