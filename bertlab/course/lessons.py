@@ -176,23 +176,14 @@ def map_table(all_lessons: list[Lesson]) -> str:
 
 # ---- where it is written, and checking that it is -------------------------------------------------------
 
-def _replace_opening(source: str, new: str) -> str | None:
-    """`source` with its "Before you start" paragraph (up to the next blank line) replaced, or None if none."""
-    start = source.find(OPENING)
-    if start < 0:
+def _replace_paragraph(source: str, start: str, new: str) -> str | None:
+    """`source` with the paragraph that begins at `start` (up to the next blank line) replaced, or None."""
+    begin = source.find(start)
+    if begin < 0:
         return None
-    end = source.find("\n\n", start)
+    end = source.find("\n\n", begin)
     end = len(source) if end < 0 else end
-    return source[:start] + new + source[end:]
-
-
-def _replace_map(source: str, new: str) -> str | None:
-    start = source.find(MAP_HEADER)
-    if start < 0:
-        return None
-    end = source.find("\n\n", start)
-    end = len(source) if end < 0 else end
-    return source[:start] + new + source[end:]
+    return source[:begin] + new + source[end:]
 
 
 def sync(folder: Path = NOTEBOOKS, readme: Path | None = REPO / "README.md", write: bool = False) -> list[str]:
@@ -215,11 +206,11 @@ def sync(folder: Path = NOTEBOOKS, readme: Path | None = REPO / "README.md", wri
         if le.number == "00":
             wanted["map"] = map_table(all_lessons)
         for what, text in wanted.items():
-            replace = _replace_opening if what == "opening" else _replace_map
+            start = OPENING if what == "opening" else MAP_HEADER
             for cell in nb.cells:
                 if cell.cell_type != "markdown":
                     continue
-                new = replace(cell.source, text)
+                new = _replace_paragraph(cell.source, start, text)
                 if new is not None:
                     if new != cell.source:
                         stale.append(f"{le.notebook}: its {what} says something else than the metadata")
