@@ -26,6 +26,7 @@ SLOW_FIXTURES = {
     "book": "builds a course with a lesson run in a real kernel (test_book.py)",
     "run_a": "trains the 8-step reference run (test_trainer.py)",
     "finished": "trains the reference run every damaged copy is compared with (test_bad_runs.py)",
+    "minilm_probes": "trains a probe on every MiniLM layer (test_probe_layers.py)",
 }
 
 

@@ -145,6 +145,7 @@ def test_head_outputs_carry_attentions_like_transformers(minilm):
 
 # ---- the 0.1 spellings are gone, each refused ---------------------------------------------------------
 
+@pytest.mark.slow
 def test_the_old_tok_keyword_is_refused(minilm, no_deprecations):
     pytest.importorskip("bertviz", reason="the bertviz views need bertviz (the notebooks extra)")
     from bertlab.viz import AttentionExplorer, AttentionView, head_view

@@ -72,6 +72,7 @@ def test_views_are_self_contained(views, minilm, key):
         assert json.dumps(t) in html
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", [("head", "sentence"), ("head", "pair"), ("model", "sentence"), ("model", "pair")])
 def test_embedded_data_is_the_models_attention(views, minilm, key):
     model, tok = minilm
@@ -180,6 +181,7 @@ def test_views_render_offline_in_chromium(views, minilm, tmp_path):
             assert div.count('<option value="') == 5 and "<svg" in div
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_bertviz_alone_fetches_from_a_cdn(tmp_path):
     """The control: the same check catches bertviz's own view asking a CDN, and drawing nothing offline."""
@@ -203,6 +205,7 @@ def batch_view(minilm):
     return AttentionView(model, tok, texts, text_pairs=[None, None, PAIR[1]])
 
 
+@pytest.mark.slow
 def test_attention_view_batch_equals_the_model(batch_view, minilm):
     model, tok = minilm
     view = batch_view

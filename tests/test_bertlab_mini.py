@@ -98,6 +98,7 @@ def test_the_cloze_sentences_were_fixed_before_training_and_the_card_uses_them_a
     assert [(r["text"], r["expected"]) for r in card["cloze"]] == [tuple(c) for c in cloze]
 
 
+@pytest.mark.slow
 def test_she_opened_the_door_and_put_her_money_in_the_bank(mini):
     # the river bank is not found (the card says so: "river" and "water" win); the money bank is
     model, tok = mini

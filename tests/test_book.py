@@ -342,6 +342,7 @@ def test_the_start_here_section_names_lessons_by_number_not_minutes(tmp_path):
                                        "05": "optional", "06": "optional"}
 
 
+@pytest.mark.slow
 def test_an_installed_bertlab_builds_from_the_notebooks_it_ships(monkeypatch, tmp_path):
     import bertlab.book as book_module
 

@@ -106,6 +106,7 @@ def no_temporary_files(path: Path) -> bool:
     return all("tmp" not in p.name and p.is_file() for p in path.iterdir())
 
 
+@pytest.mark.slow
 def test_bertlab_save_then_load_gives_identical_outputs_on_minilm(minilm, tmp_path):
     model, tok = minilm
     bertlab.save(model, tok, tmp_path)

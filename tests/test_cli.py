@@ -50,6 +50,7 @@ def test_no_corpus_and_no_resume_is_a_usage_error(tmp_path, capsys):
     assert err.startswith("usage: bertlab pretrain") and "needs a CORPUS" in err
 
 
+@pytest.mark.slow
 def test_a_tiny_run_then_resume_with_only_steps(corpus, tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["pretrain", str(corpus), "--out", str(out), *TINY, "--steps", "3", "--log-every", "1"]) == 0

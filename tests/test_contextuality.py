@@ -92,6 +92,7 @@ def test_bad_requests_say_what_to_do(odd_model, odd_tokenizer, sentences, kwargs
         contextuality(odd_model, odd_tokenizer, sentences, **kwargs)
 
 
+@pytest.mark.slow
 def test_minilms_upper_layers_are_more_contextual_than_its_embeddings(minilm):
     # Ethayarajh's first finding holds on MiniLM: self-similarity falls from the embeddings to the last layer,
     # and stays above the random-words baseline (adjusted > 0). His others do not: the baseline cosine stays

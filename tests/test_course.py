@@ -106,6 +106,7 @@ def test_hashed_answers_are_normalised_and_salted_per_exercise():
     assert registry.digest("00.5", "Some Task") != d and "some" not in d
 
 
+@pytest.mark.slow
 def test_no_answer_is_readable_in_the_course_package():
     """Every answer a solution returns that is a word or a longer number must not appear in the checks' source."""
     source = "\n".join(p.read_text(encoding="utf-8") for p in (REPO / "bertlab" / "course").glob("*.py")).lower()

@@ -152,6 +152,7 @@ def test_shipped_tagging_and_qa_test_on_new_names():
     assert 0.2 < sum(r["answer"] is None for r in qa["test"]) / len(qa["test"]) < 0.5
 
 
+@pytest.mark.slow
 def test_bertlab_mini_fine_tuned_on_follows_beats_the_majority_baseline(one_thread):  # noqa: F811
     model, tokenizer = bundled("bertlab-mini")
     data = bertlab.load_task("follows")

@@ -95,6 +95,7 @@ def test_a_token_stays_data(minilm):
     assert html.count("</script>") == 1 and "</script><b>" not in html
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH: the browser check needs one")
 def test_neuron_view_draws_in_chromium_with_no_network(minilm, tmp_path):
     model, tok = minilm

@@ -74,6 +74,7 @@ def test_value_zeroing_sees_no_influence_from_the_future_in_a_left_to_right_mode
         assert torch.all(m.tril().diagonal() > 0)          # every token's own values matter to itself
 
 
+@pytest.mark.slow
 def test_the_intervention_blanks_one_token_at_a_time(mini):
     model, tok = mini
     truth = leave_one_out(model, tok, BANK, target="bank")
@@ -110,6 +111,7 @@ def test_spearman():
     assert math.isnan(spearman(torch.ones(4), a))
 
 
+@pytest.mark.slow
 def test_the_scoreboard_ranks_measures_by_mean_agreement(mini):
     model, tok = mini
     texts = [BANK, "She opened the [MASK] and walked in."]
@@ -120,6 +122,7 @@ def test_the_scoreboard_ranks_measures_by_mean_agreement(mini):
     assert all(len(v) == 2 and all(-1 <= r <= 1 for r in v) for v in board.per_text.values())
 
 
+@pytest.mark.slow
 def test_the_shipped_minimal_pairs_are_minimal_and_their_guesses_are_the_models(mini):
     import json
     from importlib import resources
@@ -177,6 +180,7 @@ def test_context_mixing_refusals(mini, minilm):
     assert mix.tokens[3] == "bank" and mix.target is None
 
 
+@pytest.mark.slow
 def test_the_stored_scoreboard_recomputes(mini):
     # notebook 12 shows the stored scoreboard (98 sentences take minutes); two of its rows, recomputed here,
     # must agree (rank correlations: a near-tie flipping on another CPU moves ρ by a few hundredths at most)

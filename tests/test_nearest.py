@@ -91,6 +91,7 @@ def test_a_river_bank_finds_river_banks_and_a_money_bank_finds_money_banks(minil
         assert [sense_of[h.sentence] for h in r.hits] == [sense] * 5, str(r)
 
 
+@pytest.mark.slow
 def test_precision_at_5_over_ten_polysemous_words_beats_the_context_free_layer(minilm, senses):
     # measured on MiniLM: 0.900 at the last layer, 0.540 at layer 0 (every "bank" the same word embedding,
     # so only position embeddings order the hits: chance is 0.5)
@@ -102,6 +103,7 @@ def test_precision_at_5_over_ten_polysemous_words_beats_the_context_free_layer(m
     assert first <= 0.65, first
 
 
+@pytest.mark.slow
 def test_bertlab_mini_separates_senses_too(senses):
     # measured on bertlab-mini: 0.920 at the last layer, 0.540 at layer 0
     model, tok = bundled("bertlab-mini")

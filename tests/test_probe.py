@@ -471,6 +471,7 @@ def test_ablate_restores_the_model_exactly_and_leaves_no_hook(odd_model, batch):
 
 # ---- head importance -----------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_head_importance_of_a_sentence_encoder_measures_the_output_change(minilm):
     model, tok = minilm
     text = "The river bank was muddy after the rain."

@@ -24,6 +24,7 @@ def tiny():
     return bundled("bertlab-tiny")
 
 
+@pytest.mark.slow
 def test_integrated_gradients_add_up_to_the_change_in_log_probability(mini):
     # completeness: Σ scores = f(x) − f(baseline), up to a quadrature error that shrinks with more steps
     model, tok = mini
@@ -133,6 +134,7 @@ def test_saliency_needs_a_head_it_can_explain(tiny):
         saliency(clf, tok, "A text.", target=5)
 
 
+@pytest.mark.slow
 def test_integrated_gradients_kept_for_one_text_answers_every_target_as_a_fresh_run(mini):
     # the forward pass along the path is kept and only the backward pass runs per target: each answer must be
     # the one a fresh call gives, in any order, and the model must come out as it went in (no hooks, eval)

@@ -368,6 +368,7 @@ def run_40(corpus, tmp_path_factory):
     return out, model, tok
 
 
+@pytest.mark.slow
 def test_forty_steps_lower_the_loss(run_40):
     out, _, _ = run_40
     losses = [m["loss"] for _, m in sorted(metrics(out).items())]
