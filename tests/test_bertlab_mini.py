@@ -107,6 +107,7 @@ def test_she_opened_the_door_and_put_her_money_in_the_bank(mini):
     assert "door" in door and bank[0] == "bank"
 
 
+@pytest.mark.slow
 def test_next_sentence_prefers_the_true_continuation(mini):
     model, tok = mini
     a = "The kettle began to whistle on the stove."

@@ -73,6 +73,7 @@ def test_a_tiny_run_then_resume_with_only_steps(corpus, tmp_path, capsys):
     assert steps_logged(out)[-1] == 6
 
 
+@pytest.mark.slow
 def test_ctrl_c_is_exit_code_130_after_saving_a_checkpoint(corpus, tmp_path, monkeypatch):
     # pretrain returns normally on Ctrl-C; the command learns it was interrupted from what pretrain returns
     from bertlab.pretraining import trainer

@@ -256,6 +256,7 @@ def test_attention_grid_cells_are_the_heads(run):
     assert fig.layout.xaxis.showticklabels is False and fig.layout.yaxis.showticklabels is False
 
 
+@pytest.mark.slow
 def test_attention_grid_is_readable_at_128_tokens(minilm):
     model, tok = minilm
     enc = tok(" ".join(["the river bank was muddy after the rain"] * 30), max_length=128, truncation=True)

@@ -29,6 +29,7 @@ def shared(mini, monkeypatch):
     monkeypatch.setitem(W.LOADED, "bertlab-mini", mini)
 
 
+@pytest.mark.slow
 def test_patching_figure_is_the_effect_matrix_with_tokens_on_the_axis(mini):
     model, tok = mini
     p = patch(model, tok, A, B)
@@ -43,6 +44,7 @@ def test_patching_figure_is_the_effect_matrix_with_tokens_on_the_axis(mini):
         F.patching_figure(compare_fill(model, tok, A, B))
 
 
+@pytest.mark.slow
 def test_fill_shift_and_mixing_figures(mini):
     model, tok = mini
     c = compare_fill(model, tok, A, B, top_k=6)
@@ -59,6 +61,7 @@ def test_fill_shift_and_mixing_figures(mini):
     assert list(sf.data[0].x) == pytest.approx([m for m, _ in board.summary.values()])
 
 
+@pytest.mark.slow
 def test_minimal_pairs_widget_compares_then_patches_on_a_click(mini):
     model, tok = mini
     w = W.MinimalPairs(A, B)
@@ -76,6 +79,7 @@ def test_minimal_pairs_widget_compares_then_patches_on_a_click(mini):
     assert no_hooks_anywhere(model)
 
 
+@pytest.mark.slow
 def test_an_edit_after_patching_redraws_the_heatmap_for_the_new_pair(mini):
     model, tok = mini
     w = W.MinimalPairs(A, B)
@@ -92,6 +96,7 @@ def test_an_edit_after_patching_redraws_the_heatmap_for_the_new_pair(mini):
     assert w.patching is not None and w.error is None
 
 
+@pytest.mark.slow
 def test_before_the_first_click_no_sweep_runs(mini):
     w = W.MinimalPairs(A, B)
     w.direction.value = "noise"
@@ -99,6 +104,7 @@ def test_before_the_first_click_no_sweep_runs(mini):
     assert w.patching is None and w.patch_out.outputs == () and w.error is None
 
 
+@pytest.mark.slow
 def test_minimal_pairs_widget_edits_and_mistakes_are_messages(mini):
     w = W.MinimalPairs(A, B)
     w.text_b.value = "Tom went to the [MASK] to open a bottle of red wine."
@@ -123,6 +129,7 @@ def test_minimal_pairs_widget_checks_its_arguments(kwargs, message):
         W.MinimalPairs(**kwargs)
 
 
+@pytest.mark.slow
 def test_minimal_pairs_offers_bertlab_mini_for_minilm(minilm, monkeypatch):
     monkeypatch.setitem(W.LOADED, "minilm", minilm)
     w = W.MinimalPairs(A, B, model="minilm")

@@ -28,6 +28,7 @@ def mini():
     return bundled("bertlab-mini")
 
 
+@pytest.mark.slow
 def test_every_measure_gives_one_score_per_token(mini):
     model, tok = mini
     mix = context_mixing(model, tok, BANK)
@@ -140,6 +141,7 @@ def test_the_shipped_minimal_pairs_are_minimal_and_their_guesses_are_the_models(
         assert (c.top_a.token, c.top_b.token) == (p["clean_guess"], p["corrupt_guess"]), p
 
 
+@pytest.mark.slow
 def test_compare_fill_reports_the_probability_that_moved(mini):
     model, tok = mini
     b = "Tom went to the [MASK] to open a birthday present."

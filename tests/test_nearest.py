@@ -111,6 +111,7 @@ def test_bertlab_mini_separates_senses_too(senses):
     assert precision_at_5(model, tok, corpus, sense_of, layer=-1) >= 0.85
 
 
+@pytest.mark.slow
 def test_on_the_demo_corpus_the_top_hits_share_the_query_sense(minilm):
     # the demo corpus is not sense-labelled: a hit counts when it says what its sense is about.
     # measured on MiniLM: all five hits of each query do.
@@ -141,6 +142,7 @@ def test_hits_are_sorted_highlighted_and_point_at_the_word(minilm, senses):
     assert str(r).splitlines()[1].startswith(f"{cosines[0]:6.3f}  ")
 
 
+@pytest.mark.slow
 def test_a_hit_cosine_is_the_cosine_of_word_vectors(minilm, senses):
     model, tok = minilm
     corpus, _ = senses
@@ -150,6 +152,7 @@ def test_a_hit_cosine_is_the_cosine_of_word_vectors(minilm, senses):
     assert r.hits[0].cosine == pytest.approx(float(torch.cosine_similarity(v[0], v[1], dim=0)), abs=1e-4)
 
 
+@pytest.mark.slow
 def test_the_query_sentence_itself_is_left_out_and_every_occurrence_is_a_candidate(minilm):
     model, tok = minilm
     corpus = ["The bank by the bank was closed.", "We walked along the river bank.", "The bank lent us money."]

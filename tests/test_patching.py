@@ -86,6 +86,7 @@ def test_sublayer_and_head_sweeps_have_their_shapes_and_stay_between_the_runs_in
     assert len(p.rows) == cfg.num_hidden_layers and len(p.columns) == width
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("site", ["resid", "head"])
 def test_each_cell_of_the_batched_sweep_equals_one_run_patched_by_hand(mini, site):
     # the sweep puts ~100 patched runs in one batch; the best cell, redone alone with a plain hook, must agree
@@ -153,6 +154,7 @@ def test_minilm_with_a_metric_of_our_own(minilm):
     assert noisy.effect[L, pos].item() == pytest.approx(0.0, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_hooks_are_removed_and_the_model_is_left_as_it_was(mini):
     model, tok = mini
     model.train()

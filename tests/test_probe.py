@@ -115,6 +115,7 @@ def test_next_sentence_on_bertlab_tiny_is_a_probability(tiny):
     assert 0.0 <= p <= 1.0
 
 
+@pytest.mark.slow
 def test_probes_switch_dropout_off_and_give_back_each_modules_mode(odd_pretraining, odd_tokenizer):
     model, tok = odd_pretraining, odd_tokenizer
     model.train()
@@ -226,6 +227,7 @@ def test_an_ablation_with_no_head_off_is_the_model_and_with_heads_off_equals_abl
         ablation.effect([(5, 0)])
 
 
+@pytest.mark.slow
 def test_an_ablation_without_a_mask_measures_how_far_each_output_vector_moves(minilm):
     model, tok = minilm
     ablation = Ablation(model, tok, "The river bank was muddy.")
@@ -259,6 +261,7 @@ def test_river_bank_and_bank_account_get_different_vectors(minilm):
     assert not torch.allclose(v[0], v[1], atol=1e-2)
 
 
+@pytest.mark.slow
 def test_a_multi_piece_word_is_the_mean_of_its_pieces(minilm):
     model, tok = minilm
     pieces = tok.tokenize("overdraft")
@@ -274,6 +277,7 @@ def test_a_multi_piece_word_is_the_mean_of_its_pieces(minilm):
         assert torch.allclose(got, by_hand, atol=1e-5), layer
 
 
+@pytest.mark.slow
 def test_one_layer_and_all_layers_agree(minilm):
     model, tok = minilm
     L = model.config.num_hidden_layers
@@ -347,6 +351,7 @@ def test_cosine_distances_per_layer():
 
 # ---- sentence embeddings -------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_mean_pooling_is_the_masked_mean_of_a_layer(minilm):
     model, tok = minilm
     texts = ["A short one.", RIVER_1, MONEY]                           # different lengths: padding is exercised
