@@ -102,6 +102,7 @@ def test_each_view_has_its_own_div_id(views):
         assert embedded_params(html)["root_div_id"] == root      # the script draws into its own div
 
 
+@pytest.mark.slow
 def test_html_functions_take_a_bertoutput_and_options(minilm):
     model, tok = minilm
     enc = tok(SENTENCE)

@@ -83,6 +83,7 @@ def test_queries_are_not_in_the_labelled_corpus(senses):
     assert not {q for _, _, q in QUERIES} & set(corpus)
 
 
+@pytest.mark.slow
 def test_a_river_bank_finds_river_banks_and_a_money_bank_finds_money_banks(minilm, senses):
     model, tok = minilm
     corpus, sense_of = senses
@@ -162,6 +163,7 @@ def test_the_query_sentence_itself_is_left_out_and_every_occurrence_is_a_candida
     assert sorted(h.char_span for h in r.hits if h.sentence.startswith("The bank by")) == [(4, 8), (16, 20)]
 
 
+@pytest.mark.slow
 def test_a_corpus_can_be_text_files(minilm, tmp_path):
     model, tok = minilm
     (tmp_path / "a.txt").write_text("The crane lifted the roof. It was loud.\n\nA crane stood in the marsh.\n")
@@ -170,6 +172,7 @@ def test_a_corpus_can_be_text_files(minilm, tmp_path):
     assert r.corpus.endswith("(3 sentences)")
 
 
+@pytest.mark.slow
 def test_the_index_is_built_once_and_reused_at_every_layer(tiny, senses, monkeypatch):
     """Counted, not timed: the corpus goes through the model once, whatever layer later queries ask for."""
     model, tok = tiny

@@ -289,6 +289,7 @@ def test_one_layer_and_all_layers_agree(minilm):
         assert torch.allclose(word_vectors(model, tok, sentences, "bank", layer=layer), every[:, layer], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_padding_in_the_batch_does_not_change_a_vector(minilm):
     model, tok = minilm
     alone = word_vectors(model, tok, ["the bank"], "bank")
@@ -296,6 +297,7 @@ def test_padding_in_the_batch_does_not_change_a_vector(minilm):
     assert torch.allclose(alone[0], padded[0], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_words_match_whole_and_ignore_case_in_an_uncased_vocabulary(minilm):
     model, tok = minilm
     upper = word_vectors(model, tok, ["The Bank closed."], "BANK")
@@ -309,6 +311,7 @@ def test_words_match_whole_and_ignore_case_in_an_uncased_vocabulary(minilm):
         word_vectors(model, tok, ["the embankments held"], "embankment")
 
 
+@pytest.mark.slow
 def test_occurrence_picks_the_nth_match(minilm):
     model, tok = minilm
     text = "the bank near the bank"
@@ -385,6 +388,7 @@ def test_mean_pooling_equals_sentence_transformers_all_minilm_before_normalisati
     assert torch.allclose(got, reference, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_cls_pooling_is_the_cls_hidden_state_not_the_pooler_output(minilm):
     model, tok = minilm
     texts = [RIVER_1, MONEY]
@@ -501,6 +505,7 @@ def test_head_importance_of_a_sentence_encoder_measures_the_output_change(minilm
     assert no_hooks_anywhere(model)
 
 
+@pytest.mark.slow
 def test_head_importance_with_targets_is_the_rise_in_masked_token_loss(tiny):
     model, tok = tiny
     text = "the [MASK] flowed past the town ."
@@ -526,6 +531,7 @@ def test_head_importance_with_targets_is_the_rise_in_masked_token_loss(tiny):
     assert no_hooks_anywhere(model)
 
 
+@pytest.mark.slow
 def test_head_importance_without_targets_tracks_the_top_guess(odd_pretraining, odd_tokenizer):
     model, tok = odd_pretraining, odd_tokenizer
     text = "the cat [MASK] on the mat ."

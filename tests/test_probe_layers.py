@@ -71,6 +71,7 @@ def test_load_probing_set_gives_examples_ready_for_probe_layers():
 
 # ---- word vectors -------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_word_by_index_and_by_spelling_is_word_vectors_own(minilm):
     model, tok = minilm
     sentence = "The unhappiness of the river bank , said Tom ."
