@@ -12,6 +12,7 @@ from .course.progress import progress  # which exercises a learner has answered 
 from .experiments import experiment, replay
 from .export import export_onnx  # the model as one ONNX file, for ONNX Runtime and the book's in-page model
 from .finetuning import FineTuneResult, evaluate_task, finetune, load_task
+from .hooks import act_name  # a hook point's full name from its short one: act_name("pattern", 0)
 from .hub import cached_models  # hub BERTs already downloaded; huggingface_hub is imported only on use
 from .inside import HeadAtlas, ModelDiff, SparseAutoencoder, diff, head_atlas, sae_report, steer, train_sae
 from .model import (
@@ -62,5 +63,5 @@ __all__ = ["BertConfig", "Tokenizer", "Encoding", "Batch", "Bert", "BertOutput",
            "contextuality", "nearest_contexts", "probe_layers", "load_probing_set", "attention_neurons",
            "attention_map", "patch", "compare_fill", "context_mixing", "mixing_scoreboard", "check", "hint",
            "finetune", "FineTuneResult", "evaluate_task", "load_task", "experiment", "replay", "export_onnx",
-           "train_sae", "sae_report", "steer", "SparseAutoencoder", "diff", "ModelDiff", "head_atlas", "HeadAtlas"]
+           "train_sae", "sae_report", "steer", "SparseAutoencoder", "diff", "ModelDiff", "head_atlas", "HeadAtlas", "act_name"]
 __all__ += ["progress"]

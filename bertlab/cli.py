@@ -11,8 +11,8 @@
     bertlab export --onnx DIR [--model NAME_OR_PATH] [--dtype fp32|fp16]
     bertlab assign DIR [--notebooks NN ...] [--solutions SRC]      (for teachers: nbgrader assignments)
 
-The pretrain flags are generated from the fields of `PretrainArgs` (pretraining/trainer.py): one flag per field,
-with the field's name, default and `help` metadata, and a type read from its annotation (bool: --x/--no-x, list:
+The pretrain flags are generated from the fields of `PretrainArgs` (pretraining/args.py): one flag per field,
+with the field's name, default, `help`, range and resumability (bertlab/settings.py), and a type read from its annotation (bool: --x/--no-x, list:
 one or more values, int, float, else a string). A new field is therefore a new flag with its help, and
 test_cli checks that `--help` lists every field. Written by hand here: CORPUS and --out (their help still comes
 from their fields), and --resume and --overwrite, which are `pretrain()`'s own keywords rather than fields; a
@@ -36,15 +36,17 @@ from pathlib import Path
 
 
 def _add_pretrain(sub) -> argparse.ArgumentParser:
-    from .pretraining.trainer import PretrainArgs
+    from .pretraining.args import RENAMED, PretrainArgs
 
     p = sub.add_parser("pretrain", help="pre-train a BERT with masked LM + next-sentence prediction",
                        description="Pre-train BertForPreTraining on plain text (a blank line separates documents). "
                                    "Runs unchanged under torchrun for several processes.")
     fields = {f.name: f for f in dataclasses.fields(PretrainArgs)}
 
-    def help_of(name: str) -> str:   # the field's help metadata, with % escaped for argparse
-        return fields[name].metadata["help"].replace("%", "%%")
+    def help_of(name: str) -> str:   # the field's help, range and resumability, with % escaped for argparse
+        meta = fields[name].metadata
+        said = meta["help"] + (f"; {meta['range'].describe()}" if meta.get("range") else "")
+        return (said + ("; may change with --resume" if meta.get("resumable") else "")).replace("%", "%%")
 
     p.add_argument("corpus", nargs="*", help=help_of("corpus"))
     p.add_argument("--out", required=True, help=help_of("out"))
@@ -64,6 +66,14 @@ def _add_pretrain(sub) -> argparse.ArgumentParser:
         else:
             cast = int if kind.startswith("int") else float if kind.startswith("float") else str
             p.add_argument(flag, type=cast, default=default, help=help_of(f.name) + f" (default: {default})")
+
+    class Renamed(argparse.Action):     # an old flag: refused, saying the new one
+        def __call__(self, parser, namespace, values, option_string=None):
+            parser.error(f"{option_string} is now --{RENAMED[self.dest].replace('_', '-')}")
+
+    for old in RENAMED:
+        p.add_argument("--" + old.replace("_", "-"), dest=old, action=Renamed, default=argparse.SUPPRESS,
+                       help=argparse.SUPPRESS)
     return p
 
 

@@ -7,6 +7,8 @@ on the way out, even after an error, so an experiment can never leak into the ne
 
     out, cache = model.run_with_cache(**enc)
     cache["encoder.layer.0.attention.self.hook_pattern"]          # (B, heads, T, T)
+    cache["pattern", 0]                                           # the same, as TransformerLens users write it
+    act_name("pattern", 0)                                        # "encoder.layer.0.attention.self.hook_pattern"
 
     def ablate_head_3(z, name):                                    # z: (B, heads, T, Dh)
         z = z.clone(); z[:, 3] = 0; return z
@@ -22,6 +24,55 @@ from typing import Callable, Iterable, Iterator, Union
 
 import torch
 from torch import nn
+
+# a hook point's short name (TransformerLens's words) → where it sits in a layer, or in the embeddings
+LAYER_POINTS = {"q": "attention.self.hook_q", "k": "attention.self.hook_k", "v": "attention.self.hook_v",
+                "scores": "attention.self.hook_scores", "pattern": "attention.self.hook_pattern",
+                "z": "attention.self.hook_z", "attn_out": "attention.output.hook_attn_out",
+                "resid_mid": "hook_resid_mid", "mlp_act": "intermediate.hook_mlp_act",
+                "mlp_out": "output.hook_mlp_out", "resid_post": "hook_resid_post"}
+EMBEDDING_POINTS = {"token", "segment", "position", "sum", "normed"}
+
+
+def act_name(name: str, layer: int | None = None) -> str:
+    """The full hook point name for a short one: `act_name("pattern", 0)` is
+    "encoder.layer.0.attention.self.hook_pattern", `act_name("normed")` is "embeddings.hook_normed".
+
+    Names are relative to the encoder (`Bert`); a head's own hook points carry a "bert." in front, which
+    `ActivationCache` and the probes add where needed. A name that already is a full one comes back as it is.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"act_name takes a hook point's short name such as 'pattern', got {name!r}")
+    short = name.removeprefix("hook_")
+    if short in EMBEDDING_POINTS:
+        if layer is not None:
+            raise ValueError(f"{name!r} is an embedding hook point, which has no layer: act_name({name!r})")
+        return f"embeddings.hook_{short}"
+    if short in LAYER_POINTS:
+        if isinstance(layer, bool) or not isinstance(layer, int) or layer < 0:
+            raise ValueError(f"{name!r} is a hook point in every layer: pass the layer, a whole number ≥ 0, as in "
+                             f"act_name({name!r}, 0)")
+        return f"encoder.layer.{layer}.{LAYER_POINTS[short]}"
+    if "." in name and layer is None:
+        return name
+    raise ValueError(f"no hook point is called {name!r}: short names are {', '.join(sorted(EMBEDDING_POINTS))} "
+                     f"(the embeddings) and {', '.join(LAYER_POINTS)} (each layer)")
+
+
+class ActivationCache(dict):
+    """`{hook name: activation}` from `run_with_cache`, also indexable as TransformerLens users expect:
+    `cache["pattern", 0]` is `cache["encoder.layer.0.attention.self.hook_pattern"]` (with "bert." in front
+    when the model is a head), and `cache["normed"]` the embeddings' output."""
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            key = act_name(*key)
+        elif isinstance(key, str) and not dict.__contains__(self, key) and "." not in key:
+            key = act_name(key)
+        if not dict.__contains__(self, key) and dict.__contains__(self, "bert." + key):
+            key = "bert." + key
+        return dict.__getitem__(self, key)
+
 
 HookFn = Callable[[torch.Tensor, str], Union[torch.Tensor, None]]
 """`fn(activation, name)`: return a tensor to replace the activation, or None to leave it as it is."""
@@ -117,13 +168,14 @@ class HookedModule(nn.Module):
             for h in handles:
                 h.remove()
 
-    def run_with_cache(self, *args, names: Names = None, detach: bool = True, **kwargs):
-        """Forward pass that also returns `{hook name: activation}` for every hook point (or those named).
+    def run_with_cache(self, *args, names: Names = None, detach: bool = True, **kwargs) -> tuple:
+        """Forward pass that also returns `{hook name: activation}` for every hook point (or those named), an
+        `ActivationCache`: `cache["pattern", 0]` works as well as the full name.
 
         Asking for attention patterns or scores makes attention take the explicit path (SDPA never forms
         the weights); everything else is cached on whichever path runs.
         """
-        cache: dict[str, torch.Tensor] = {}
+        cache = ActivationCache()
 
         def save(x, name):
             cache[name] = x.detach() if detach else x

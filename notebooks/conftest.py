@@ -38,6 +38,12 @@ def _recorder(notebook_item):
     return rec
 
 
+def pytest_itemcollected(item):
+    """Every nbval cell is in the slow tier: a notebook starts a kernel and runs for tens of seconds."""
+    if hasattr(item, "cell") and hasattr(item.parent, "nb"):
+        item.add_marker(pytest.mark.slow)
+
+
 def _is_nbval_cell(item) -> bool:
     return bool(EXECUTED) and hasattr(item, "cell") and hasattr(item, "test_outputs") and hasattr(item.parent, "nb")
 

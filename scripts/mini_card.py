@@ -3,7 +3,8 @@
 Called by scripts/build_bertlab_mini.py (stage `card`). Nothing on the card is typed in by hand: the scores
 come from the shipped weights, the curves from the run's metrics.jsonl, the corpus statistics from
 build/corpora/corpus_stats.json, the cloze sentences from cloze.json (written before training).
-tests/test_bertlab_mini.py recomputes the scores from the shipped weights and checks them against eval.json.
+tests/test_bertlab_mini.py recomputes the scores from the shipped weights (with the same
+bertlab.pretraining.evaluate.card_scores) and checks them against eval.json.
 """
 
 from __future__ import annotations
@@ -35,26 +36,11 @@ def rank_of(model, tok, text: str, word: str) -> int:
     return guesses.index(word) + 1
 
 
-def prose_heldout(root: Path) -> list[str]:
-    """The English held-out prose of the demo corpus (Korean stays out: the vocabulary is English)."""
-    return sorted(str(p.relative_to(root)) for p in (root / "bertlab/assets/corpus/heldout").glob("en_*.txt"))
-
-
 def scores(model, tok, root: Path) -> dict:
-    """Everything eval.json holds; tests/test_bertlab_mini.py calls this on the shipped weights."""
-    from bertlab.pretraining.evaluate import evaluate
-    from bertlab.probe import fill_mask
+    """Everything eval.json holds: bertlab.pretraining.evaluate.card_scores (tests/test_bertlab_mini.py calls it too)."""
+    from bertlab.pretraining.evaluate import card_scores
 
-    prose = evaluate(model, tok, [str(root / p) for p in prose_heldout(root)], max_len=128, seed=0, passes=3)
-    wordnet = evaluate(model, tok, [str(root / "bertlab/assets/corpus/wordnet/heldout.txt")], max_len=128,
-                       seed=0, passes=1)
-    cloze = json.loads((root / "bertlab/assets/bertlab-mini/cloze.json").read_text())["sentences"]
-    rows = []
-    for text, word in cloze:
-        guesses = [g.token for g in fill_mask(model, tok, text, top_k=5).guesses[0]]
-        rows.append({"text": text, "expected": word, "top5": guesses, "hit": word in guesses})
-    return {"prose": prose.__dict__, "wordnet": wordnet.__dict__, "cloze": rows,
-            "cloze_top5": sum(r["hit"] for r in rows) / len(rows)}
+    return card_scores(model, tok)
 
 
 def ship(run: Path, dest: Path) -> None:

@@ -16,7 +16,26 @@ import torch
 
 import bertlab
 from bertlab import BertConfig, Tokenizer
-from testkit import HF_NAMES, ODD, make_batch, randomize_  # noqa: F401  (HF_NAMES re-exported)
+from testkit import HF_NAMES, ODD, bundled, make_batch, randomize_  # noqa: F401  (HF_NAMES re-exported)
+
+# A test that takes one of these fixtures is in the slow tier (`pytest -m "not slow"` leaves it out): each costs
+# seconds to minutes before the test starts, so the edit loop stays under a minute. The README's "Two test
+# tiers" lists what else is slow; those tests carry @pytest.mark.slow themselves.
+SLOW_FIXTURES = {
+    "transformers": "imports transformers, the reference every parity test compares against",
+    "hf_twin": "builds a transformers model (parity)",
+    "hf_minilm": "loads MiniLM in transformers (parity)",
+    "book": "builds a course with a lesson run in a real kernel (test_book.py)",
+    "run_a": "trains the 8-step reference run (test_trainer.py)",
+    "finished": "trains the reference run every damaged copy is compared with (test_bad_runs.py)",
+    "minilm_probes": "trains a probe on every MiniLM layer (test_probe_layers.py)",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 # bertlab.check keeps every answered attempt in the learner's progress file (bertlab/course/progress.py):
 # a test run keeps its own, fresh one, and never touches the learner's
@@ -103,8 +122,9 @@ def minilm_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def minilm(minilm_dir):
-    """`(Bert, Tokenizer)` from `bertlab.load("minilm")`, shared by the session: never modify it."""
-    return bertlab.load("minilm", device="cpu")
+    """`(Bert, Tokenizer)` from `bertlab.load("minilm")`, shared by the session: never modify it (a test that
+    changes the model takes its own copy with `testkit.bundled("minilm")`)."""
+    return bundled("minilm")
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ import bertlab
 from bertlab.experiments import ablation_probes as probes
 from bertlab.experiments import ablations, read_card
 from bertlab.model.heads import IGNORE
+from testkit import bundled
 
 CARD = ablations.CARD
 
@@ -23,7 +24,7 @@ def card():
 
 @pytest.fixture(scope="module")
 def tok():
-    return bertlab.load("bertlab-tiny", device="cpu")[1]
+    return bundled("bertlab-tiny")[1]
 
 
 def test_every_score_is_an_accuracy_and_every_model_meets_the_same_probes(card):

@@ -1,18 +1,20 @@
 """One way to call everything: names, calling conventions and result types agree across bertlab and bertlab.viz.
 
 - every public name says what it is for (a docstring of its own) and every public function what it returns;
-- README.md's "API at a glance" table is what scripts/api_table.py writes from the code today;
+- README.md's "API at a glance" table is what bertlab/api_table.py (scripts/api_table.py) writes from the code today;
 - probe/__init__.py only re-exports, and no probe module imports from it;
-- the old spellings (`tok=`, `Widget.tok`, a guess indexed like a tuple, a layer by position) still work,
-  with a DeprecationWarning that names the new spelling; the new spellings warn about nothing.
+- one calling form per function: `attention_map(model, tokenizer, text, ...)` runs the model, and attention
+  already computed goes to the named constructor `AttentionMap.from_output(out, tokens, ...)`; the 0.1
+  spellings (`tok=`, `Widget.tok`, a guess indexed like a tuple, a layer by position) are gone, each refused
+  with an error instead of working differently; the current spellings warn about nothing.
 
-pyproject's pytest settings ignore DeprecationWarning, so each check here records warnings explicitly.
+pyproject's pytest settings make a DeprecationWarning raised from bertlab's own modules an error; the
+checks here also turn every DeprecationWarning into one, wherever it comes from.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib.util
 import inspect
 import warnings
 from pathlib import Path
@@ -36,10 +38,8 @@ def public_names():
 
 @pytest.fixture(scope="module")
 def api_table():
-    spec = importlib.util.spec_from_file_location("api_table", ROOT / "scripts" / "api_table.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from bertlab import api_table
+    return api_table
 
 
 @pytest.fixture
@@ -115,7 +115,7 @@ def test_attention_map_runs_the_model_like_every_probe(minilm, no_deprecations):
     with torch.no_grad():
         out = model(**enc, output_attentions=True)
     by_text = probe.attention_map(model, tokenizer, TEXT, layer=2, head="all", words=True)
-    by_output = probe.attention_map(out, enc.tokens, layer=2, head="all", words=True)
+    by_output = probe.AttentionMap.from_output(out, enc.tokens, layer=2, head="all", words=True)
     assert by_text.tokens == by_output.tokens and by_text.title == by_output.title
     assert torch.allclose(by_text.weights, by_output.weights, atol=1e-6)
     pair = probe.attention_map(model, tokenizer, TEXT, text_pair="It rained.", layer=0, head=1)
@@ -143,71 +143,45 @@ def test_head_outputs_carry_attentions_like_transformers(minilm):
     assert out.attentions is out.bert.attentions and len(out.attentions) == model.config.num_hidden_layers
 
 
-# ---- the old spellings warn and still work ------------------------------------------------------------
+# ---- the 0.1 spellings are gone, each refused ---------------------------------------------------------
 
-def test_tok_keyword_still_works_and_names_tokenizer(minilm):
+@pytest.mark.slow
+def test_the_old_tok_keyword_is_refused(minilm, no_deprecations):
     pytest.importorskip("bertviz", reason="the bertviz views need bertviz (the notebooks extra)")
-    from bertlab.viz import AttentionView, head_view, neuron_view_html
+    from bertlab.viz import AttentionExplorer, AttentionView, head_view
     model, tokenizer = minilm
-    with pytest.warns(DeprecationWarning, match=r"AttentionView.__init__\(tok=...\).*use tokenizer="):
-        old = AttentionView(model, tok=tokenizer, texts=[TEXT])
-    new = AttentionView(model, tokenizer, [TEXT])
-    assert old.tokens == new.tokens and torch.equal(old.attentions(0)[0], new.attentions(0)[0])
-    with pytest.warns(DeprecationWarning, match="use tokenizer="):
-        assert "<script" in head_view(model, tok=tokenizer, text=TEXT).data
-    with pytest.warns(DeprecationWarning, match="use tokenizer="):
-        assert "<script" in neuron_view_html(model, tok=tokenizer, text=TEXT, layer=1, head=2)
-    with pytest.raises(TypeError, match="pass only tokenizer="):
-        head_view(model, tokenizer=tokenizer, tok=tokenizer, text=TEXT)
-
-
-def test_masking_figure_takes_tok_with_a_warning(minilm):
-    pytest.importorskip("plotly", reason="figures need plotly (the notebooks extra)")
-    from bertlab.viz import masking_figure
-    _, tokenizer = minilm
-    enc = tokenizer(TEXT)
-    ids = torch.tensor([enc.input_ids])
-    inputs, labels = bertlab.mask_tokens(ids, tokenizer, generator=torch.Generator().manual_seed(0))
-    with pytest.warns(DeprecationWarning, match="masking_figure\\(tok=...\\).*use tokenizer="):
-        old = masking_figure(enc.tokens, inputs, labels, tok=tokenizer)
-    assert old.to_json() == masking_figure(enc.tokens, inputs, labels, tokenizer=tokenizer).to_json()
-
-
-def test_a_widget_s_tok_is_its_tokenizer_with_a_warning(minilm):
+    with pytest.raises(TypeError, match="tok"):
+        AttentionView(model, tok=tokenizer, texts=[TEXT])
+    with pytest.raises(TypeError, match="tok"):
+        head_view(model, tok=tokenizer, text=TEXT)
     pytest.importorskip("ipywidgets", reason="widgets need ipywidgets (the notebooks extra)")
-    from bertlab.viz import AttentionExplorer
-    w = AttentionExplorer(TEXT, model=minilm)
-    assert w.tokenizer is minilm[1]
-    with pytest.warns(DeprecationWarning, match=r"AttentionExplorer.tok .*use AttentionExplorer.tokenizer"):
-        assert w.tok is w.tokenizer
+    assert not hasattr(AttentionExplorer(TEXT, model=minilm), "tok")
 
 
-def test_results_unpack_as_the_tuples_they_replaced_and_indexing_warns():
-    guess = probe.Guess("bank", 0.25)
-    token, p = guess                                                   # unpacking: still fine, no warning
+def test_results_unpack_by_name_and_are_not_indexed(no_deprecations):
+    token, p = probe.Guess("bank", 0.25)                                # unpacking, as the pair it replaced
     assert (token, p) == ("bank", 0.25)
-    with pytest.warns(DeprecationWarning, match=r"Guess\[0\].*named fields \(token, probability\)"):
-        assert guess[0] == "bank"
-    change = probe.GuessChange("bank", 0.5, 0.1)
-    assert tuple(change) == ("bank", 0.5, 0.1)
-    with pytest.warns(DeprecationWarning, match=r"GuessChange\[2\].*\(token, before, after\)"):
-        assert change[2] == 0.1
-    examples, labels = bertlab.load_probing_set("senses")
-    with pytest.warns(DeprecationWarning, match=r"\.examples and \.labels"):
-        assert bertlab.load_probing_set("senses")[0] == examples
+    assert tuple(probe.GuessChange("bank", 0.5, 0.1)) == ("bank", 0.5, 0.1)
+    for indexed in (lambda: probe.Guess("bank", 0.25)[0], lambda: probe.GuessChange("bank", 0.5, 0.1)[2],
+                    lambda: bertlab.load_probing_set("senses")[0]):
+        with pytest.raises(TypeError, match="not subscriptable"):
+            indexed()
 
 
-def test_attention_map_with_the_layer_by_position_warns(minilm):
+def test_attention_computed_already_goes_to_the_named_constructor(minilm, no_deprecations):
     model, tokenizer = minilm
     enc = tokenizer(TEXT)
     with torch.no_grad():
         out = model(**enc, output_attentions=True)
-    with pytest.warns(DeprecationWarning, match="layer= by keyword"):
-        old = probe.attention_map(out, enc.tokens, 3)
-    assert torch.equal(old.weights, probe.attention_map(out, enc.tokens, layer=3).weights)
+    with pytest.raises(TypeError, match=r"AttentionMap.from_output\(out, tokens, ...\)"):
+        probe.attention_map(out, enc.tokens, layer=3)
+    with pytest.raises(TypeError, match="attentions"):
+        probe.attention_map(attentions=out, tokens=enc.tokens)
+    assert torch.equal(probe.AttentionMap.from_output(out, enc.tokens, layer=3).weights,
+                       probe.AttentionMap.from_output(out.attentions, enc.tokens, layer=3).weights)
 
 
-def test_head_view_html_with_the_pair_start_by_position_warns(minilm):
+def test_head_view_html_takes_the_pair_start_by_keyword_only(minilm, no_deprecations):
     pytest.importorskip("bertviz", reason="the bertviz views need bertviz (the notebooks extra)")
     from bertlab.viz import head_view_html
     model, tokenizer = minilm
@@ -215,11 +189,9 @@ def test_head_view_html_with_the_pair_start_by_position_warns(minilm):
     with torch.no_grad():
         out = model(**enc, output_attentions=True)
     b_start = enc.token_type_ids.index(1)
-    with pytest.warns(DeprecationWarning, match="sentence_b_start= by keyword"):
-        html = head_view_html(out, enc.tokens, b_start)
-    assert '"rained"' in html
-    with pytest.warns(DeprecationWarning, match=r"head_view_html\((attentions|tokens)=...\)"):
-        assert '"rained"' in head_view_html(attentions=out, tokens=enc.tokens, sentence_b_start=b_start)
+    assert '"rained"' in head_view_html(out, enc.tokens, sentence_b_start=b_start)
+    with pytest.raises(TypeError, match=f"sentence_b_start={b_start}"):
+        head_view_html(out, enc.tokens, b_start)
 
 
 def test_attention_rollout_runs_the_model_like_every_probe(minilm, no_deprecations):
@@ -231,31 +203,12 @@ def test_attention_rollout_runs_the_model_like_every_probe(minilm, no_deprecatio
         probe.attention_rollout(out.attentions, tokenizer, TEXT)
 
 
-def test_the_old_keyword_and_positional_forms_of_the_attention_probes_warn(minilm):
+def test_attention_rollout_takes_no_flag_where_the_tokenizer_goes(minilm, no_deprecations):
     model, tokenizer = minilm
-    enc = tokenizer(TEXT)
     with torch.no_grad():
-        out = model(**enc, output_attentions=True)
-    with pytest.warns(DeprecationWarning, match="add_residual= by keyword"):
-        old = probe.attention_rollout(out.attentions, False)
-    assert torch.equal(old, probe.attention_rollout(out.attentions, add_residual=False))
-    with pytest.warns(DeprecationWarning, match=r"attention_rollout\(attentions=...\)"):
-        assert torch.equal(probe.attention_rollout(attentions=out), probe.attention_rollout(out))
-    with pytest.warns(DeprecationWarning, match=r"attention_map\((attentions|tokens)=...\)"):
-        old = probe.attention_map(attentions=out, tokens=enc.tokens, layer=1)
-    assert torch.equal(old.weights, probe.attention_map(out, enc.tokens, layer=1).weights)
+        out = model(**tokenizer(TEXT), output_attentions=True)
+    with pytest.raises(ValueError, match="a tokenizer and text go with a model"):
+        probe.attention_rollout(out.attentions, False)         # the 0.1 layout (attentions, add_residual)
+    assert not torch.equal(probe.attention_rollout(out.attentions, add_residual=False),
+                           probe.attention_rollout(out.attentions))
 
-
-def test_each_deprecation_points_at_the_caller_s_line(minilm):
-    """Python shows a DeprecationWarning by default only when it is attributed to the caller's own code."""
-    model, tokenizer = minilm
-    enc = tokenizer(TEXT)
-    with torch.no_grad():
-        out = model(**enc, output_attentions=True)
-    calls = [lambda: probe.attention_map(out, enc.tokens, 1), lambda: probe.attention_rollout(out, False),
-             lambda: probe.attention_map(attentions=out, tokens=enc.tokens), lambda: probe.Guess("a", 0.5)[0],
-             lambda: bertlab.load_probing_set("pos")[1]]
-    for call in calls:
-        with pytest.warns(DeprecationWarning) as record:
-            call()
-        assert {Path(w.filename).name for w in record} == {Path(__file__).name}

@@ -7,16 +7,16 @@ import pytest
 import torch
 
 import bertlab
-from bertlab.probe import attention_map, merge_word_pieces, word_groups
+from bertlab.probe import AttentionMap, merge_word_pieces, word_groups
 from bertlab.probe.running import run
-from testkit import one_thread  # noqa: F401  (a fixture)
+from testkit import bundled, one_thread  # noqa: F401  (a fixture)
 
 TEXT = "The playwright quietly rewrote the unfinished manuscript."
 
 
 @pytest.fixture(scope="module")
 def mini():
-    return bertlab.load("bertlab-mini", device="cpu")
+    return bundled("bertlab-mini")
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_merging_sums_keys_and_averages_queries_so_rows_still_sum_to_one():
 
 def test_one_head_is_the_models_attention(minilm_run):
     enc, out = minilm_run
-    m = attention_map(out, enc.tokens, layer=3, head=5)
+    m = AttentionMap.from_output(out, enc.tokens, layer=3, head=5)
     assert torch.equal(m.weights, out.attentions[3][0, 5].float())
     assert m.tokens == enc.tokens and m.title == "layer 3, head 5"
 
@@ -58,13 +58,13 @@ def test_one_head_is_the_models_attention(minilm_run):
 def test_heads_and_layers_combine_by_mean_or_sum(minilm_run):
     enc, out = minilm_run
     stack = torch.stack(out.attentions)[:, 0].float()                 # (L, heads, T, T)
-    layer_mean = attention_map(out, enc.tokens, layer=2, head="all")
+    layer_mean = AttentionMap.from_output(out, enc.tokens, layer=2, head="all")
     assert torch.allclose(layer_mean.weights, stack[2].mean(0)) and "all 12 heads (mean)" in layer_mean.title
     assert torch.allclose(layer_mean.weights.sum(-1), torch.ones(len(enc)))        # a mean keeps rows at 1
-    everything = attention_map(out, enc.tokens, layer="all", head="all", reduce="sum")
+    everything = AttentionMap.from_output(out, enc.tokens, layer="all", head="all", reduce="sum")
     assert torch.allclose(everything.weights, stack.sum((0, 1)), atol=1e-5)
     assert torch.allclose(everything.weights.sum(-1), torch.full((len(enc),), 6.0 * 12))   # a sum: L × heads
-    chosen = attention_map(out, enc.tokens, layer=[0, 5], head=[1, 2])
+    chosen = AttentionMap.from_output(out, enc.tokens, layer=[0, 5], head=[1, 2])
     assert torch.allclose(chosen.weights, stack[[0, 5]][:, [1, 2]].mean((0, 1)))
     assert chosen.title == "layers 0, 5, heads 1, 2 (mean)"
 
@@ -72,7 +72,7 @@ def test_heads_and_layers_combine_by_mean_or_sum(minilm_run):
 def test_word_level_hides_and_thresholds_in_that_order(minilm_run):
     enc, out = minilm_run
     assert "##wr" in enc.tokens                                       # "rewrote" is three pieces for MiniLM
-    m = attention_map(out, enc.tokens, layer=1, head="all", words=True, hide_special=True, threshold=0.05)
+    m = AttentionMap.from_output(out, enc.tokens, layer=1, head="all", words=True, hide_special=True, threshold=0.05)
     assert m.tokens == ["the", "playwright", "quietly", "rewrote", "the", "unfinished", "manuscript", "."]
     assert m.groups[3] == [enc.tokens.index("re"), enc.tokens.index("##wr"), enc.tokens.index("##ote")]
     words, merged = merge_word_pieces(out.attentions[1][0].float().mean(0), enc.tokens)
@@ -94,21 +94,21 @@ def test_word_level_hides_and_thresholds_in_that_order(minilm_run):
 def test_bad_choices_say_what_to_pass(minilm_run, kwargs, match):
     enc, out = minilm_run
     with pytest.raises(ValueError, match=match):
-        attention_map(out, enc.tokens, **kwargs)
+        AttentionMap.from_output(out, enc.tokens, **kwargs)
 
 
 def test_bad_inputs_say_what_was_expected(minilm_run):
     enc, out = minilm_run
     with pytest.raises(ValueError, match="output_attentions=True"):
-        attention_map(out.last_hidden_state, enc.tokens)
+        AttentionMap.from_output(out.last_hidden_state, enc.tokens)
     with pytest.raises(ValueError, match="52 tokens given for an attention map over 12 positions"):
-        attention_map(out, enc.tokens + ["extra"] * 40)
+        AttentionMap.from_output(out, enc.tokens + ["extra"] * 40)
     with pytest.raises(ValueError, match="a list of token strings"):
-        attention_map(out, "the playwright")
-    only_special = attention_map(out, enc.tokens, hide_special=True)
+        AttentionMap.from_output(out, "the playwright")
+    only_special = AttentionMap.from_output(out, enc.tokens, hide_special=True)
     assert "[CLS]" not in only_special.tokens
     with pytest.raises(ValueError, match="leaves nothing"):
-        attention_map(out, ["[CLS]", "[SEP]"], hide_special=True)
+        AttentionMap.from_output(out, ["[CLS]", "[SEP]"], hide_special=True)
 
 
 def test_fill_mask_reads_masks_in_either_text_of_a_pair(mini):

@@ -72,6 +72,7 @@ def test_views_are_self_contained(views, minilm, key):
         assert json.dumps(t) in html
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", [("head", "sentence"), ("head", "pair"), ("model", "sentence"), ("model", "pair")])
 def test_embedded_data_is_the_models_attention(views, minilm, key):
     model, tok = minilm
@@ -101,6 +102,7 @@ def test_each_view_has_its_own_div_id(views):
         assert embedded_params(html)["root_div_id"] == root      # the script draws into its own div
 
 
+@pytest.mark.slow
 def test_html_functions_take_a_bertoutput_and_options(minilm):
     model, tok = minilm
     enc = tok(SENTENCE)
@@ -153,6 +155,7 @@ def view_doms(dom: str) -> dict[str, str]:
     return {re.match(r'<div id="(bertviz-[0-9a-f]+)"', p).group(1): p.split("<script")[0] for p in parts}
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_views_render_offline_in_chromium(views, minilm, tmp_path):
     model, tok = minilm
@@ -179,6 +182,7 @@ def test_views_render_offline_in_chromium(views, minilm, tmp_path):
             assert div.count('<option value="') == 5 and "<svg" in div
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_bertviz_alone_fetches_from_a_cdn(tmp_path):
     """The control: the same check catches bertviz's own view asking a CDN, and drawing nothing offline."""
@@ -202,6 +206,7 @@ def batch_view(minilm):
     return AttentionView(model, tok, texts, text_pairs=[None, None, PAIR[1]])
 
 
+@pytest.mark.slow
 def test_attention_view_batch_equals_the_model(batch_view, minilm):
     model, tok = minilm
     view = batch_view
@@ -231,6 +236,7 @@ def test_attention_view_ticks(batch_view):
     assert "%{x}" in long.data[0].hovertemplate
 
 
+@pytest.mark.slow
 def test_attention_view_grid(batch_view, minilm, monkeypatch):
     model, _ = minilm
     L, H = model.config.num_hidden_layers, model.config.num_attention_heads
@@ -257,6 +263,7 @@ def test_attention_view_truncates_to_max_length(minilm):
     assert "truncated" in view.figure(0, 0, 0).layout.title.text
 
 
+@pytest.mark.slow
 def test_to_html_is_standalone(batch_view, tmp_path):
     path = batch_view.to_html(tmp_path / "view.html", index=2)
     html = path.read_text(encoding="utf-8")
@@ -277,6 +284,7 @@ def test_to_html_is_standalone(batch_view, tmp_path):
         assert "main-svg" in dom and "layer 0, head 0" in dom
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_to_png(batch_view, tmp_path):
     path = batch_view.to_png(tmp_path / "head.png", index=1, layer=2, head=3)

@@ -23,7 +23,7 @@ import bertlab
 from bertlab import Bert, BertConfig, Tokenizer, lab
 from bertlab.cli import main as cli_main
 from bertlab.pretraining.data import split_sentences
-from testkit import ODD, randomize_
+from testkit import ODD, bundled, randomize_
 
 needs_widgets = pytest.mark.skipif(
     importlib.util.find_spec("ipywidgets") is None or importlib.util.find_spec("plotly") is None,
@@ -43,7 +43,7 @@ SENTENCES = ["The river bank was muddy after the rain.", "She paid the cheque in
 @pytest.fixture(scope="module")
 def tiny():
     """bertlab-tiny as shipped (package data: its absence is a failure, not a skip)."""
-    return bertlab.load("bertlab-tiny", device="cpu")
+    return bundled("bertlab-tiny")
 
 
 class Inputs:

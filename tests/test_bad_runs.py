@@ -194,6 +194,7 @@ pretrain(sys.argv[1], sys.argv[2], callbacks=[hold], **{options})
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="the run-folder lock is an flock, which Windows lacks")
 def test_two_runs_never_write_one_folder_and_a_killed_runs_lock_is_taken_over(corpus, tmp_path, caplog):
     out = tmp_path / "run"

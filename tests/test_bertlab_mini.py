@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
-import sys
-from pathlib import Path
+import shlex
 
 import pytest
 import torch
@@ -13,24 +13,24 @@ from safetensors import safe_open
 
 import bertlab
 from bertlab.checkpoint import ASSETS
+from bertlab.cli import _add_pretrain
+from bertlab.pretraining.evaluate import card_scores
 from bertlab.probe import fill_mask, next_sentence
+from testkit import bundled
 
 MINI = ASSETS / "bertlab-mini"
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def mini():
     torch.set_num_threads(2)
-    return bertlab.load("bertlab-mini", device="cpu")
+    return bundled("bertlab-mini")
 
 
 @pytest.fixture(scope="module")
 def measured(mini):
     """Every number of eval.json, measured again from the shipped weights by the card's own code."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from mini_card import scores
-    return scores(*mini, ROOT)
+    return card_scores(*mini)
 
 
 def test_ships_as_package_data_in_bf16_under_40_mb_with_a_model_card():
@@ -58,6 +58,7 @@ def test_ordinary_english_never_becomes_unk(mini):
         assert "[UNK]" not in tok.tokenize(text), text
 
 
+@pytest.mark.slow
 def test_the_cards_numbers_are_what_the_shipped_weights_score_now(measured):
     card = json.loads((MINI / "eval.json").read_text())
     for part in ("prose", "wordnet"):
@@ -97,6 +98,7 @@ def test_the_cloze_sentences_were_fixed_before_training_and_the_card_uses_them_a
     assert [(r["text"], r["expected"]) for r in card["cloze"]] == [tuple(c) for c in cloze]
 
 
+@pytest.mark.slow
 def test_she_opened_the_door_and_put_her_money_in_the_bank(mini):
     # the river bank is not found (the card says so: "river" and "water" win); the money bank is
     model, tok = mini
@@ -105,6 +107,7 @@ def test_she_opened_the_door_and_put_her_money_in_the_bank(mini):
     assert "door" in door and bank[0] == "bank"
 
 
+@pytest.mark.slow
 def test_next_sentence_prefers_the_true_continuation(mini):
     model, tok = mini
     a = "The kettle began to whistle on the stove."
@@ -113,12 +116,17 @@ def test_next_sentence_prefers_the_true_continuation(mini):
 
 
 def test_the_card_gives_the_exact_command_and_seed():
+    """The card's two commands are ones today's `bertlab pretrain` accepts, and they chain: phase 2 starts
+    from phase 1's run, and trains for the steps eval.json reports."""
     text = (MINI / "MODEL_CARD.md").read_text()
     block = re.search(r"```bash\n(.+?)\n```", text, re.S).group(1)
     phase1, phase2 = block.splitlines()[-2:]
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from build_bertlab_mini import COMMAND, COMMAND2
-    assert phase1 == " ".join(COMMAND) and "--seed 0" in phase1 and "--init build/bertlab-mini-start" in phase1
-    assert phase2 == " ".join(COMMAND2) and "--seed 1" in phase2 and "--init runs/bertlab-mini" in phase2
+    parser = argparse.ArgumentParser(prog="bertlab")
+    _add_pretrain(parser.add_subparsers(dest="command"))
+    first, second = (parser.parse_args(shlex.split(line)[1:]) for line in (phase1, phase2))
+    assert first.command == second.command == "pretrain"
+    assert (first.seed, first.init, first.out) == (0, "build/bertlab-mini-start", "runs/bertlab-mini")
+    assert (second.seed, second.init) == (1, first.out)
+    assert second.steps == json.loads((MINI / "eval.json").read_text())["steps"]
     phase1_record = json.loads((MINI / "phase1.json").read_text())
     assert phase1_record["command"] == phase1                # the phase the shipped model continued

@@ -12,7 +12,7 @@ import bertlab
 from bertlab.checkpoint import ASSETS
 from bertlab.pretraining.evaluate import evaluate
 from bertlab.probe import fill_mask, next_sentence
-from testkit import one_thread  # noqa: F401  (a fixture)
+from testkit import bundled, one_thread  # noqa: F401  (a fixture)
 
 TINY = ASSETS / "bertlab-tiny"
 CORPUS = ASSETS / "corpus"
@@ -23,7 +23,7 @@ HELDOUT = [str(CORPUS / "heldout" / f"{name}.txt") for name in ORIGINAL]
 
 @pytest.fixture(scope="module")
 def tiny():
-    return bertlab.load("bertlab-tiny", device="cpu")
+    return bundled("bertlab-tiny")
 
 
 def test_ships_as_package_data_under_15_mb_with_a_model_card():
@@ -56,6 +56,7 @@ def test_korean_stays_in_syllables(tiny):
     assert "사랑" in "".join(tok.tokenize("나는 가족을 사랑한다.")).replace("##", "")
 
 
+@pytest.mark.slow
 def test_the_cards_held_out_numbers_are_what_evaluation_measures_now(tiny):
     model, tok = tiny
     card = json.loads((TINY / "eval.json").read_text())

@@ -15,7 +15,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from bertlab.book import Live, build
-from bertlab.book.course import exercise_area, find_lessons, read_exercises, read_start_here
+from bertlab.book.contents import exercise_area, find_lessons, read_exercises, read_start_here
 from bertlab.book.execute import find_executed
 from bertlab.book.record import Recorder
 from bertlab.book.render import WIDGET_STATE, Renderer
@@ -378,6 +378,7 @@ def test_the_start_here_section_names_lessons_by_number_not_minutes(tmp_path):
                                        "05": "optional", "06": "optional"}
 
 
+@pytest.mark.slow
 def test_an_installed_bertlab_builds_from_the_notebooks_it_ships(monkeypatch, tmp_path):
     import bertlab.book as book_module
 
@@ -410,7 +411,7 @@ the core path up to 01.
 
 
 def test_the_courses_start_here_prose_across_lines_and_its_table(tmp_path):
-    from bertlab.book.course import read_start_here_minutes
+    from bertlab.book.contents import read_start_here_minutes
 
     readme = tmp_path / "README.md"
     readme.write_text(COURSE_README)
@@ -420,7 +421,7 @@ def test_the_courses_start_here_prose_across_lines_and_its_table(tmp_path):
 
 
 def test_the_courses_opening_and_exercise_cells_are_read(tmp_path):
-    from bertlab.book.course import read_lesson
+    from bertlab.book.contents import read_lesson
 
     nb = new_notebook(cells=[
         new_markdown_cell("# 03 · Self-attention\n\nEvery layer does one thing twice."),

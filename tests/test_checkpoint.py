@@ -21,7 +21,7 @@ from bertlab import (
     BertForSequenceClassification,
     BertForTokenClassification,
 )
-from testkit import make_batch, max_err, randomize_
+from testkit import bundled, make_batch, max_err, randomize_
 
 TEXTS = ["The river bank was muddy after the storm.",
          "Hello!",
@@ -106,6 +106,7 @@ def no_temporary_files(path: Path) -> bool:
     return all("tmp" not in p.name and p.is_file() for p in path.iterdir())
 
 
+@pytest.mark.slow
 def test_bertlab_save_then_load_gives_identical_outputs_on_minilm(minilm, tmp_path):
     model, tok = minilm
     bertlab.save(model, tok, tmp_path)
@@ -553,7 +554,7 @@ def test_unknown_save_format_is_refused(reference, odd_tokenizer, tmp_path):
 def test_a_fresh_head_without_a_pooler_goes_on_a_pretrained_encoder(head):
     # taggers and span heads have no pooler: the checkpoint's pooler is left out, every encoder weight loads
     model, tok = bertlab.load("bertlab-tiny", device="cpu", model_class=head)
-    reference, _ = bertlab.load("bertlab-tiny", device="cpu")
+    reference, _ = bundled("bertlab-tiny")
     assert isinstance(model, head) and model.bert.pooler is None
     for name, p in model.bert.state_dict().items():
         assert torch.equal(p, reference.bert.state_dict()[name]), name

@@ -50,6 +50,7 @@ def test_no_corpus_and_no_resume_is_a_usage_error(tmp_path, capsys):
     assert err.startswith("usage: bertlab pretrain") and "needs a CORPUS" in err
 
 
+@pytest.mark.slow
 def test_a_tiny_run_then_resume_with_only_steps(corpus, tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["pretrain", str(corpus), "--out", str(out), *TINY, "--steps", "3", "--log-every", "1"]) == 0
@@ -72,6 +73,7 @@ def test_a_tiny_run_then_resume_with_only_steps(corpus, tmp_path, capsys):
     assert steps_logged(out)[-1] == 6
 
 
+@pytest.mark.slow
 def test_ctrl_c_is_exit_code_130_after_saving_a_checkpoint(corpus, tmp_path, monkeypatch):
     # pretrain returns normally on Ctrl-C; the command learns it was interrupted from what pretrain returns
     from bertlab.pretraining import trainer

@@ -31,6 +31,7 @@ def test_every_preset_is_tested():
     assert set(PRESETS) == set(PAPER_SIZES)
 
 
+@pytest.mark.slow
 def test_preset_counts_in_config_comments_are_true():
     """The parameter count written beside each preset (with the pooler) is what the model really has."""
     source = inspect.getsource(bertlab.config)

@@ -6,9 +6,8 @@ import re
 
 import pytest
 
-import bertlab
 from bertlab.probe.contextuality import contextuality
-from testkit import one_thread  # noqa: F401  (fixture)
+from testkit import bundled, one_thread  # noqa: F401  (fixture)
 
 HELDOUT = "bertlab/assets/corpus/heldout/"
 # sentences in the odd tokenizer's vocabulary (conftest.ODD_VOCAB): "the", "cat", "dog", "bank", ... are words
@@ -18,7 +17,7 @@ ODD = ["the cat sat on the mat.", "the dog sat in the river.", "she sat on the b
 
 @pytest.fixture(scope="module")
 def minilm():
-    return bertlab.load("minilm")
+    return bundled("minilm")
 
 
 def polysemous():
@@ -93,6 +92,7 @@ def test_bad_requests_say_what_to_do(odd_model, odd_tokenizer, sentences, kwargs
         contextuality(odd_model, odd_tokenizer, sentences, **kwargs)
 
 
+@pytest.mark.slow
 def test_minilms_upper_layers_are_more_contextual_than_its_embeddings(minilm):
     # Ethayarajh's first finding holds on MiniLM: self-similarity falls from the embeddings to the last layer,
     # and stays above the random-words baseline (adjusted > 0). His others do not: the baseline cosine stays

@@ -37,6 +37,7 @@ def test_there_are_checkable_exercises_and_each_is_tagged():
         assert e.title and e.expects
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exercise", ALL)
 def test_the_solution_passes_and_every_known_wrong_answer_fails_with_its_diagnosis(exercise):
     nn, k = exercise.split(".")
@@ -105,6 +106,7 @@ def test_hashed_answers_are_normalised_and_salted_per_exercise():
     assert registry.digest("00.5", "Some Task") != d and "some" not in d
 
 
+@pytest.mark.slow
 def test_no_answer_is_readable_in_the_course_package():
     """Every answer a solution returns that is a word or a longer number must not appear in the checks' source."""
     source = "\n".join(p.read_text(encoding="utf-8") for p in (REPO / "bertlab" / "course").glob("*.py")).lower()

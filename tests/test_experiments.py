@@ -21,6 +21,7 @@ def results(card):
     return [(r["variant"], r["seed"], r["result"]) for r in card["rows"]]
 
 
+@pytest.mark.slow
 def test_jobs_change_no_number(tmp_path):
     one = bertlab.experiment(toy_run, VARIANTS, seeds=[0, 1, 2], out=tmp_path / "one", jobs=1)
     two = bertlab.experiment(toy_run, VARIANTS, seeds=[0, 1, 2], out=tmp_path / "two", jobs=2)
@@ -28,6 +29,7 @@ def test_jobs_change_no_number(tmp_path):
     assert len(one["rows"]) == 9 and len({r["result"]["loss"] for r in one["rows"]}) == 9   # seeds differ
 
 
+@pytest.mark.slow
 def test_shards_merge_into_the_card_of_one_run(tmp_path):
     whole = bertlab.experiment(toy_run, VARIANTS, seeds=[0, 1], out=tmp_path / "whole")
     parts = [bertlab.experiment(toy_run, VARIANTS, seeds=[0, 1], out=tmp_path / f"part{k}", shard=(k, 2))
@@ -40,6 +42,7 @@ def test_shards_merge_into_the_card_of_one_run(tmp_path):
         merge_cards([tmp_path / "part1" / "card-1-of-2.json"])
 
 
+@pytest.mark.slow
 def test_a_killed_experiment_resumes_keeping_its_finished_rows(tmp_path):
     log = tmp_path / "calls.txt"
     variants = {k: {**v, "log": str(log)} for k, v in VARIANTS.items()}
@@ -55,6 +58,7 @@ def test_a_killed_experiment_resumes_keeping_its_finished_rows(tmp_path):
     assert len(log.read_text().splitlines()) == 4, "only the four unfinished jobs run again"
 
 
+@pytest.mark.slow
 def test_a_changed_setting_is_a_new_row_not_a_resumed_one(tmp_path):
     bertlab.experiment(toy_run, {"a": {"lr": 0.1}}, seeds=[0], out=tmp_path)
     card = bertlab.experiment(toy_run, {"a": {"lr": 0.2}}, seeds=[0], out=tmp_path)
@@ -63,6 +67,7 @@ def test_a_changed_setting_is_a_new_row_not_a_resumed_one(tmp_path):
     assert results(card) == results(fresh)
 
 
+@pytest.mark.slow
 def test_summary_is_mean_and_std_over_seeds_with_a_noise_flag(tmp_path):
     card = bertlab.experiment(toy_run, VARIANTS, seeds=[0, 1, 2], out=tmp_path, reference="slow")
     losses = [r["result"]["loss"] for r in card["rows"] if r["variant"] == "fast"]
@@ -78,6 +83,7 @@ def test_summary_is_mean_and_std_over_seeds_with_a_noise_flag(tmp_path):
     assert "fast: loss" in format_summary(card)
 
 
+@pytest.mark.slow
 def test_card_records_versions_settings_seeds_machine_and_data(tmp_path):
     data = tmp_path / "data.txt"
     data.write_text("some data")
@@ -92,6 +98,7 @@ def test_card_records_versions_settings_seeds_machine_and_data(tmp_path):
     assert again["data_sha256"] != stored["data_sha256"]
 
 
+@pytest.mark.slow
 def test_replay_agrees_bit_for_bit_and_catches_a_changed_number(tmp_path):
     bertlab.experiment(toy_run, VARIANTS, seeds=[0, 1], out=tmp_path)
     path = tmp_path / "card.json"
@@ -121,6 +128,7 @@ def test_shards_partition_the_grid():
 
 # ---- the shipped cards --------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, variant, seed", [("ablations", "random init", 0),
                                                  ("finetune", "tagging random:bertlab-mini lr=0.001", 0)])
 def test_a_stored_row_of_each_shipped_card_replays(name, variant, seed):
@@ -144,6 +152,7 @@ def test_the_ablation_card_holds_every_variant_seed_and_checkpoint():
 
 # ---- the commands ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_experiment_and_replay_commands_run_shards_merge_and_replay(tmp_path, capsys):
     from bertlab.cli import main
     spec = tmp_path / "spec.json"
@@ -162,6 +171,7 @@ def test_experiment_and_replay_commands_run_shards_merge_and_replay(tmp_path, ca
     assert "no experiment spec 'nonsense'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_finetune_command_writes_the_model_metrics_and_scores(tmp_path):
     from bertlab.cli import main
     train = tmp_path / "train.jsonl"

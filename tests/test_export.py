@@ -22,6 +22,7 @@ def fig():
                      layout=dict(title="a figure for the paper", width=400, height=300))
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_svg_is_a_vector_drawing_holding_the_traces_text(fig, tmp_path):
     path = export(fig, tmp_path / "guesses.svg")
@@ -32,6 +33,7 @@ def test_svg_is_a_vector_drawing_holding_the_traces_text(fig, tmp_path):
     assert path.with_suffix(".png").exists() is False                        # one file, the one asked for
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_png_has_the_magic_bytes_and_the_asked_size_times_scale(fig, tmp_path):
     path = export(fig, tmp_path / "guesses.out", format="png", width=200, height=100, scale=2)   # format wins

@@ -18,12 +18,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import bertlab
 from bertlab import viz
 from bertlab.pretraining import mask_tokens
 from bertlab.pretraining.schedule import lr_at
-from bertlab.probe import fill_mask, next_sentence
+from bertlab.probe import AttentionMap, fill_mask, next_sentence
 from bertlab.viz.figures import LAYOUT
+from testkit import bundled
 
 torch.set_num_threads(1)
 
@@ -57,7 +57,7 @@ def run(minilm):
 @pytest.fixture(scope="module")
 def tiny():
     """bertlab-tiny: the bundled BertForPreTraining (MLM + NSP heads)."""
-    model, tok = bertlab.load("bertlab-tiny", device="cpu")
+    model, tok = bundled("bertlab-tiny")
     return model.eval(), tok
 
 
@@ -98,7 +98,7 @@ def figures(run, bank):
         "position_similarity": viz.position_similarity(model.embeddings.position_embeddings.weight, n=32),
         "attention_heatmap": viz.attention_heatmap(out, enc.tokens, layer=2, head=3),
         "attention_map_figure": viz.attention_map_figure(
-            bertlab.attention_map(out, enc.tokens, layer="all", head="all", words=True, hide_special=True)),
+            AttentionMap.from_output(out, enc.tokens, layer="all", head="all", words=True, hide_special=True)),
         "attention_grid": viz.attention_grid(out, enc.tokens),
         "masking_figure": viz.masking_figure(enc.tokens, inputs, labels, tok),
         "nsp_figure": viz.nsp_figure(0.8, TEXT_A, TEXT_B),
@@ -258,6 +258,7 @@ def test_attention_grid_cells_are_the_heads(run):
     assert fig.layout.xaxis.showticklabels is False and fig.layout.yaxis.showticklabels is False
 
 
+@pytest.mark.slow
 def test_attention_grid_is_readable_at_128_tokens(minilm):
     model, tok = minilm
     enc = tok(" ".join(["the river bank was muddy after the rain"] * 30), max_length=128, truncation=True)

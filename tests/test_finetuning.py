@@ -12,7 +12,7 @@ import torch
 import bertlab
 from bertlab.finetuning import choose_tau, encode, entity_f1, qa_exact_match
 from bertlab.model.heads import IGNORE
-from testkit import one_thread  # noqa: F401  (fixture)
+from testkit import bundled, one_thread  # noqa: F401  (fixture)
 
 
 @pytest.fixture
@@ -152,8 +152,9 @@ def test_shipped_tagging_and_qa_test_on_new_names():
     assert 0.2 < sum(r["answer"] is None for r in qa["test"]) / len(qa["test"]) < 0.5
 
 
+@pytest.mark.slow
 def test_bertlab_mini_fine_tuned_on_follows_beats_the_majority_baseline(one_thread):  # noqa: F811
-    model, tokenizer = bertlab.load("bertlab-mini", device="cpu")
+    model, tokenizer = bundled("bertlab-mini")
     data = bertlab.load_task("follows")
     result = bertlab.finetune(model, tokenizer, data["train"], task="classify", steps=40, lr=3e-4, batch_size=16)
     labels = [r["label"] for r in data["test"]]

@@ -4,16 +4,15 @@ measures are fractions and entropies, and what MiniLM's heads actually do on hel
 import pytest
 import torch
 
-import bertlab
 from bertlab.probe.head_types import LABELS, MEASURES, head_types
-from testkit import one_thread  # noqa: F401  (fixture)
+from testkit import bundled, one_thread  # noqa: F401  (fixture)
 
 HELDOUT = "bertlab/assets/corpus/heldout/"
 
 
 @pytest.fixture(scope="module")
 def tiny():
-    return bertlab.load("bertlab-tiny")
+    return bundled("bertlab-tiny")
 
 
 def sentences(n=20, files=("en_daily",)):

@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
+import bertlab
 from bertlab.model import HookPoint
 from testkit import no_hooks_anywhere
 
@@ -223,3 +224,40 @@ def test_hook_points_are_identities(odd_model):
     x = torch.randn(2, 3)
     assert isinstance(odd_model.hook_points()[Z0], HookPoint)
     assert odd_model.hook_points()[Z0](x) is x
+
+
+# ---- short names, as TransformerLens users write them ----------------------------------------------------------
+
+def test_act_name_gives_the_full_hook_point_name(odd_model):
+    assert bertlab.act_name("pattern", 0) == "encoder.layer.0.attention.self.hook_pattern"
+    assert bertlab.act_name("hook_z", 1) == "encoder.layer.1.attention.self.hook_z"
+    assert bertlab.act_name("normed") == "embeddings.hook_normed"
+    points = set(odd_model.hook_points())
+    from bertlab.hooks import EMBEDDING_POINTS, LAYER_POINTS
+    short = {bertlab.act_name(n) for n in EMBEDDING_POINTS} | {bertlab.act_name(n, l) for n in LAYER_POINTS
+                                                                for l in range(odd_model.config.num_hidden_layers)}
+    assert short == points                                          # every hook point has a short name, and only those
+
+
+@pytest.mark.parametrize("args, words", [
+    (("pattern",), "pass the layer"),
+    (("pattern", -1), "pass the layer"),
+    (("pattern", True), "pass the layer"),
+    (("normed", 0), "has no layer"),
+    (("attention",), "no hook point is called 'attention'"),
+    ((3,), "short name"),
+])
+def test_a_bad_short_name_says_what_exists(args, words):
+    with pytest.raises((ValueError, TypeError), match=words):
+        bertlab.act_name(*args)
+
+
+def test_the_cache_is_indexed_by_short_name_and_layer_and_by_full_name(odd_model, batch):
+    _, cache = odd_model.run_with_cache(**batch)
+    full = cache["encoder.layer.1.attention.self.hook_pattern"]
+    assert cache["pattern", 1] is full and cache["normed"] is cache["embeddings.hook_normed"]
+    head = bertlab.BertForMaskedLM(odd_model)
+    _, head_cache = head.run_with_cache(**batch)
+    assert torch.equal(head_cache["pattern", 1], head_cache["bert.encoder.layer.1.attention.self.hook_pattern"])
+    with pytest.raises(KeyError):
+        cache["encoder.layer.9.attention.self.hook_pattern"]

@@ -385,6 +385,7 @@ def test_without_huggingface_hub_a_hub_id_says_what_to_install(cache, monkeypatc
     assert bertlab.cached_models() == []
 
 
+@pytest.mark.slow
 def test_import_bertlab_does_not_import_huggingface_hub():
     code = ("import sys, bertlab; bertlab.load('bertlab-tiny', device='cpu'); bertlab.cached_models.__doc__; "
             "print(sorted(m for m in sys.modules if m.startswith(('huggingface_hub', 'transformers'))))")

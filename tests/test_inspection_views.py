@@ -35,7 +35,7 @@ from bertlab.viz.inspection import (  # noqa: E402
 )
 from bertlab.viz.neuron_view import neuron_view, neuron_view_data, neuron_view_html  # noqa: E402
 from bertlab.viz.views import same_figure  # noqa: E402
-from testkit import embedded_params, model_attentions, one_thread, urls_in  # noqa: E402, F401  (one_thread: a fixture)
+from testkit import bundled, embedded_params, model_attentions, one_thread, urls_in  # noqa: E402, F401  (one_thread: a fixture)
 
 SENTENCE = "The cat sat on the mat because it was warm."
 PAIR = ("The river bank was muddy.", "She sat on the bank and fished.")
@@ -96,6 +96,7 @@ def test_a_token_stays_data(minilm):
     assert html.count("</script>") == 1 and "</script><b>" not in html
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH: the browser check needs one")
 def test_neuron_view_draws_in_chromium_with_no_network(minilm, tmp_path):
     model, tok = minilm
@@ -239,11 +240,9 @@ _MINI = []
 
 
 def mini_model():
-    """bertlab-mini (package data), loaded once for this file."""
-    import bertlab
-
+    """bertlab-mini (package data), copied once for this file."""
     if not _MINI:
-        _MINI.append(bertlab.load("bertlab-mini", device="cpu"))
+        _MINI.append(bundled("bertlab-mini"))
     return _MINI[0]
 
 

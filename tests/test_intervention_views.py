@@ -8,14 +8,13 @@ import torch
 
 pytest.importorskip("ipywidgets", reason="the widgets need the notebooks extra (ipywidgets)")
 
-import bertlab  # noqa: E402
 from bertlab.probe.minimal_pairs import compare_fill  # noqa: E402
 from bertlab.probe.mixing import context_mixing, mixing_scoreboard  # noqa: E402
 from bertlab.probe.patching import patch  # noqa: E402
 from bertlab.viz import intervention as F  # noqa: E402
 from bertlab.viz import widgets as W  # noqa: E402
 from bertlab.viz.views import same_figure  # noqa: E402
-from testkit import no_hooks_anywhere  # noqa: E402
+from testkit import bundled, no_hooks_anywhere  # noqa: E402
 
 A = "Tom went to the [MASK] to open a savings account."
 B = "Tom went to the [MASK] to open a birthday present."
@@ -23,7 +22,7 @@ B = "Tom went to the [MASK] to open a birthday present."
 
 @pytest.fixture(scope="module")
 def mini():
-    return bertlab.load("bertlab-mini", device="cpu")
+    return bundled("bertlab-mini")
 
 
 @pytest.fixture(autouse=True)
@@ -31,6 +30,7 @@ def shared(mini, monkeypatch):
     monkeypatch.setitem(W.LOADED, "bertlab-mini", mini)
 
 
+@pytest.mark.slow
 def test_patching_figure_is_the_effect_matrix_with_tokens_on_the_axis(mini):
     model, tok = mini
     p = patch(model, tok, A, B)
@@ -45,6 +45,7 @@ def test_patching_figure_is_the_effect_matrix_with_tokens_on_the_axis(mini):
         F.patching_figure(compare_fill(model, tok, A, B))
 
 
+@pytest.mark.slow
 def test_fill_shift_and_mixing_figures(mini):
     model, tok = mini
     c = compare_fill(model, tok, A, B, top_k=6)
@@ -61,6 +62,7 @@ def test_fill_shift_and_mixing_figures(mini):
     assert list(sf.data[0].x) == pytest.approx([m for m, _ in board.summary.values()])
 
 
+@pytest.mark.slow
 def test_minimal_pairs_widget_compares_then_patches_on_a_click(mini):
     model, tok = mini
     w = W.MinimalPairs(A, B)
@@ -78,6 +80,7 @@ def test_minimal_pairs_widget_compares_then_patches_on_a_click(mini):
     assert no_hooks_anywhere(model)
 
 
+@pytest.mark.slow
 def test_an_edit_after_patching_redraws_the_heatmap_for_the_new_pair(mini):
     model, tok = mini
     w = W.MinimalPairs(A, B)
@@ -94,6 +97,7 @@ def test_an_edit_after_patching_redraws_the_heatmap_for_the_new_pair(mini):
     assert w.patching is not None and w.error is None
 
 
+@pytest.mark.slow
 def test_before_the_first_click_no_sweep_runs(mini):
     w = W.MinimalPairs(A, B)
     w.direction.value = "noise"
@@ -101,6 +105,7 @@ def test_before_the_first_click_no_sweep_runs(mini):
     assert w.patching is None and w.patch_out.empty and w.error is None
 
 
+@pytest.mark.slow
 def test_minimal_pairs_widget_edits_and_mistakes_are_messages(mini):
     w = W.MinimalPairs(A, B)
     w.text_b.value = "Tom went to the [MASK] to open a bottle of red wine."
@@ -125,6 +130,7 @@ def test_minimal_pairs_widget_checks_its_arguments(kwargs, message):
         W.MinimalPairs(**kwargs)
 
 
+@pytest.mark.slow
 def test_minimal_pairs_offers_bertlab_mini_for_minilm(minilm, monkeypatch):
     monkeypatch.setitem(W.LOADED, "minilm", minilm)
     w = W.MinimalPairs(A, B, model="minilm")

@@ -110,6 +110,7 @@ def offline_wheel_build_missing() -> str | None:
     return None
 
 
+@pytest.mark.slow
 def test_the_wheel_contains_the_notebooks(tmp_path):
     """Build a wheel from a copy of the sources (the checkout is left alone) and look inside."""
     missing = offline_wheel_build_missing()

@@ -18,16 +18,17 @@ from bertlab.probe.mixing import (
     mixing_scoreboard,
     spearman,
 )
-from testkit import ODD, no_hooks_anywhere, randomize_
+from testkit import ODD, bundled, no_hooks_anywhere, randomize_
 
 BANK = "Tom went to the [MASK] to open a savings account."
 
 
 @pytest.fixture(scope="module")
 def mini():
-    return bertlab.load("bertlab-mini")
+    return bundled("bertlab-mini")
 
 
+@pytest.mark.slow
 def test_every_measure_gives_one_score_per_token(mini):
     model, tok = mini
     mix = context_mixing(model, tok, BANK)
@@ -74,6 +75,7 @@ def test_value_zeroing_sees_no_influence_from_the_future_in_a_left_to_right_mode
         assert torch.all(m.tril().diagonal() > 0)          # every token's own values matter to itself
 
 
+@pytest.mark.slow
 def test_the_intervention_blanks_one_token_at_a_time(mini):
     model, tok = mini
     truth = leave_one_out(model, tok, BANK, target="bank")
@@ -110,6 +112,7 @@ def test_spearman():
     assert math.isnan(spearman(torch.ones(4), a))
 
 
+@pytest.mark.slow
 def test_the_scoreboard_ranks_measures_by_mean_agreement(mini):
     model, tok = mini
     texts = [BANK, "She opened the [MASK] and walked in."]
@@ -120,6 +123,7 @@ def test_the_scoreboard_ranks_measures_by_mean_agreement(mini):
     assert all(len(v) == 2 and all(-1 <= r <= 1 for r in v) for v in board.per_text.values())
 
 
+@pytest.mark.slow
 def test_the_shipped_minimal_pairs_are_minimal_and_their_guesses_are_the_models(mini):
     import json
     from importlib import resources
@@ -137,6 +141,7 @@ def test_the_shipped_minimal_pairs_are_minimal_and_their_guesses_are_the_models(
         assert (c.top_a.token, c.top_b.token) == (p["clean_guess"], p["corrupt_guess"]), p
 
 
+@pytest.mark.slow
 def test_compare_fill_reports_the_probability_that_moved(mini):
     model, tok = mini
     b = "Tom went to the [MASK] to open a birthday present."
@@ -177,6 +182,7 @@ def test_context_mixing_refusals(mini, minilm):
     assert mix.tokens[3] == "bank" and mix.target is None
 
 
+@pytest.mark.slow
 def test_the_stored_scoreboard_recomputes(mini):
     # notebook 12 shows the stored scoreboard (98 sentences take minutes); two of its rows, recomputed here,
     # must agree (rank correlations: a near-tie flipping on another CPU moves ρ by a few hundredths at most)

@@ -99,8 +99,8 @@ def test_self_attention_and_output_match_transformers(odd_model, resid, hf_twin)
     hf = hf_twin(odd_model)
     ours, hf_layer = odd_model.encoder.layer[1].attention, hf.encoder.layer[1].attention
     with torch.no_grad():
-        out, pattern = ours(x, mask, need_weights=True)
-        fast, none = ours(x, mask, need_weights=False)
+        out, pattern = ours(x, mask, output_attentions=True)
+        fast, none = ours(x, mask, output_attentions=False)
         hf_out, hf_pattern = hf_layer(x, attention_mask=mask)
     assert none is None
     assert max_err(out, hf_out) <= ATOL

@@ -3,15 +3,15 @@
 import pytest
 import torch
 
-import bertlab
 from bertlab.probe.neurons import attention_neurons
+from testkit import bundled
 
 TEXT = "The cat sat on the mat."
 
 
 @pytest.fixture(scope="module")
 def minilm():
-    return bertlab.load("minilm")
+    return bundled("minilm")
 
 
 def test_the_weights_are_the_models_attention_and_come_from_q_dot_k(minilm):

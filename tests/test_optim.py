@@ -28,22 +28,25 @@ def test_schedule_warms_up_linearly_then_decays_to_zero():
     assert schedule.lr_at is lr_at and schedule.param_groups is param_groups     # the old import path
 
 
-def test_batched_adamw_and_clipping_match_the_per_parameter_loop_bit_for_bit(odd_config, batch):
-    def train(make_optimizer):
-        bertlab.set_seed(0)
-        model = bertlab.BertForSequenceClassification(odd_config, num_labels=2).train()
-        opt = make_optimizer(model)
-        for step in range(3):
-            bertlab.set_seed(step)
-            set_lr(opt, lr_at(step, 3, 1, 1e-2))
-            loss = model(**batch, labels=torch.tensor([0, 1, 1])).loss
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            clip_and_step(model, opt, 0.5)
-        return model.state_dict()
+def train(config, batch, make_optimizer):
+    """Three seeded steps of a small classifier; its weights after them."""
+    bertlab.set_seed(0)
+    model = bertlab.BertForSequenceClassification(config, num_labels=2).train()
+    opt = make_optimizer(model)
+    for step in range(3):
+        bertlab.set_seed(step)
+        set_lr(opt, lr_at(step, 3, 1, 1e-2))
+        loss = model(**batch, labels=torch.tensor([0, 1, 1])).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        clip_and_step(model, opt, 0.5)
+    return model.state_dict()
 
-    ours = train(lambda m: adamw(m, 1e-2))
-    loop = train(lambda m: torch.optim.AdamW(param_groups(m, 0.01), lr=1e-2, eps=1e-6, foreach=False))
+
+def test_batched_adamw_and_clipping_match_the_per_parameter_loop_bit_for_bit(odd_config, batch):
+    ours = train(odd_config, batch, lambda m: adamw(m, 1e-2))
+    loop = train(odd_config, batch,
+                 lambda m: torch.optim.AdamW(param_groups(m, 0.01), lr=1e-2, eps=1e-6, foreach=False))
     assert all(torch.equal(ours[k], loop[k]) for k in ours)
 
 
@@ -56,3 +59,12 @@ def test_clip_and_step_returns_the_norm_before_clipping():
     norm = clip_and_step(model, opt, 1.0)
     assert float(norm) == pytest.approx(5.0)
     assert p.detach().tolist() == pytest.approx([-0.6, -0.8])
+
+
+def test_fused_adamw_is_opt_in_and_agrees_with_the_default_to_rounding(odd_config, batch):
+    made = []
+    foreach = train(odd_config, batch, lambda m: made.append(adamw(m, 1e-2)) or made[-1])
+    fused = train(odd_config, batch, lambda m: made.append(adamw(m, 1e-2, fused=True)) or made[-1])
+    assert made[0].defaults["foreach"] and not made[0].defaults.get("fused")     # stored cards keep foreach
+    assert made[1].defaults["fused"]
+    assert all(torch.allclose(fused[k], foreach[k], atol=1e-5) for k in fused)

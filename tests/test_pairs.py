@@ -155,6 +155,7 @@ def test_a_one_sentence_chunk_can_only_be_not_next(tok):
     assert len(pairs) == 20 and all(ex.next_sentence_label == 1 for ex in pairs)
 
 
+@pytest.mark.slow
 def test_about_10_percent_of_pairs_are_short(tok):
     # With one-token sentences a chunk stops exactly at its target length, so a pair shorter than max_len
     # had a short target (or ran into a document's end, which is rare in documents this long).

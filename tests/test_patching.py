@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 import bertlab
 from bertlab.probe.patching import Patching, patch
-from testkit import no_hooks_anywhere
+from testkit import bundled, no_hooks_anywhere
 
 CLEAN = "She paid the [MASK] with her card at the shop."
 CORRUPT = "She paid the [MASK] with her hand at the shop."
@@ -21,13 +21,14 @@ def lab_model(request):
 
 @pytest.fixture(scope="module")
 def mini():
-    return bertlab.load("bertlab-mini")
+    return bundled("bertlab-mini")
 
 
 def _mask_pos(p: Patching) -> int:
     return p.tokens.index("[MASK]")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("direction", ["denoise", "noise"])
 def test_last_layer_at_the_mask_restores_the_clean_metric_and_nothing_else_matters(lab_model, direction):
     # the MLM metric reads the last layer at the [MASK] only: patching that one vector moves the run all the
@@ -46,6 +47,7 @@ def test_last_layer_at_the_mask_restores_the_clean_metric_and_nothing_else_matte
                                                    abs=1e-4)
 
 
+@pytest.mark.slow
 def test_the_embedding_row_is_zero_wherever_both_texts_have_the_same_token(lab_model):
     # row 0 is token + segment + position embedding (normed): a position whose token is the same in both texts
     # has the same vector in both runs, so patching it is no intervention at all
@@ -58,6 +60,7 @@ def test_the_embedding_row_is_zero_wherever_both_texts_have_the_same_token(lab_m
     assert p.columns[differ[0]] == "card/hand"
 
 
+@pytest.mark.slow
 def test_the_metric_is_log_probability_of_the_clean_top_guess(mini):
     model, tok = mini
     top = bertlab.fill_mask(model, tok, CLEAN, top_k=1).guesses[0][0]
@@ -70,6 +73,7 @@ def test_the_metric_is_log_probability_of_the_clean_top_guess(mini):
     assert q.target == "cash" and q.clean_metric != p.clean_metric
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("site", ["attn", "mlp", "head"])
 def test_sublayer_and_head_sweeps_have_their_shapes_and_stay_between_the_runs_in_sum(mini, site):
     model, tok = mini
@@ -82,6 +86,7 @@ def test_sublayer_and_head_sweeps_have_their_shapes_and_stay_between_the_runs_in
     assert len(p.rows) == cfg.num_hidden_layers and len(p.columns) == width
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("site", ["resid", "head"])
 def test_each_cell_of_the_batched_sweep_equals_one_run_patched_by_hand(mini, site):
     # the sweep puts ~100 patched runs in one batch; the best cell, redone alone with a plain hook, must agree
@@ -108,6 +113,7 @@ def test_each_cell_of_the_batched_sweep_equals_one_run_patched_by_hand(mini, sit
     assert p.patched[r, c].item() == pytest.approx(logp.item(), abs=1e-4)
 
 
+@pytest.mark.slow
 def test_nsp_pairs_use_the_is_next_logit_and_the_cls_position_is_all_it_reads(mini):
     model, tok = mini
     a = "The kettle began to whistle in the kitchen."
@@ -123,6 +129,7 @@ def test_nsp_pairs_use_the_is_next_logit_and_the_cls_position_is_all_it_reads(mi
     assert torch.allclose(p.effect[L, 1:], torch.zeros(len(p.tokens) - 1), atol=1e-4)
 
 
+@pytest.mark.slow
 def test_minilm_with_a_metric_of_our_own(minilm):
     # MiniLM has no MLM or NSP head: the metric is the cosine of the final vector at "bank" to the clean run's
     model, tok = minilm
@@ -147,6 +154,7 @@ def test_minilm_with_a_metric_of_our_own(minilm):
     assert noisy.effect[L, pos].item() == pytest.approx(0.0, abs=1e-4)
 
 
+@pytest.mark.slow
 def test_hooks_are_removed_and_the_model_is_left_as_it_was(mini):
     model, tok = mini
     model.train()
@@ -162,6 +170,7 @@ def test_hooks_are_removed_and_the_model_is_left_as_it_was(mini):
         model.eval()
 
 
+@pytest.mark.slow
 def test_the_same_call_gives_the_same_numbers_whatever_the_chunk_size(mini, monkeypatch):
     model, tok = mini
     whole = patch(model, tok, CLEAN, CORRUPT)

@@ -31,7 +31,7 @@ from bertlab.probe import (
     sentence_embedding,
     word_vectors,
 )
-from testkit import no_hooks_anywhere
+from testkit import bundled, no_hooks_anywhere
 
 torch.set_num_threads(1)
 
@@ -48,7 +48,7 @@ def odd_pretraining(odd_config, randomize):
 @pytest.fixture(scope="module")
 def tiny():
     """bertlab-tiny, the bundled pre-trained model with MLM and NSP heads."""
-    return bertlab.load("bertlab-tiny", device="cpu")
+    return bundled("bertlab-tiny")
 
 
 def token_span(tokens: list[str], pieces: list[str]) -> tuple[int, int]:
@@ -115,6 +115,7 @@ def test_next_sentence_on_bertlab_tiny_is_a_probability(tiny):
     assert 0.0 <= p <= 1.0
 
 
+@pytest.mark.slow
 def test_probes_switch_dropout_off_and_give_back_each_modules_mode(odd_pretraining, odd_tokenizer):
     model, tok = odd_pretraining, odd_tokenizer
     model.train()
@@ -226,6 +227,7 @@ def test_an_ablation_with_no_head_off_is_the_model_and_with_heads_off_equals_abl
         ablation.effect([(5, 0)])
 
 
+@pytest.mark.slow
 def test_an_ablation_without_a_mask_measures_how_far_each_output_vector_moves(minilm):
     model, tok = minilm
     ablation = Ablation(model, tok, "The river bank was muddy.")
@@ -259,6 +261,7 @@ def test_river_bank_and_bank_account_get_different_vectors(minilm):
     assert not torch.allclose(v[0], v[1], atol=1e-2)
 
 
+@pytest.mark.slow
 def test_a_multi_piece_word_is_the_mean_of_its_pieces(minilm):
     model, tok = minilm
     pieces = tok.tokenize("overdraft")
@@ -274,6 +277,7 @@ def test_a_multi_piece_word_is_the_mean_of_its_pieces(minilm):
         assert torch.allclose(got, by_hand, atol=1e-5), layer
 
 
+@pytest.mark.slow
 def test_one_layer_and_all_layers_agree(minilm):
     model, tok = minilm
     L = model.config.num_hidden_layers
@@ -285,6 +289,7 @@ def test_one_layer_and_all_layers_agree(minilm):
         assert torch.allclose(word_vectors(model, tok, sentences, "bank", layer=layer), every[:, layer], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_padding_in_the_batch_does_not_change_a_vector(minilm):
     model, tok = minilm
     alone = word_vectors(model, tok, ["the bank"], "bank")
@@ -292,6 +297,7 @@ def test_padding_in_the_batch_does_not_change_a_vector(minilm):
     assert torch.allclose(alone[0], padded[0], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_words_match_whole_and_ignore_case_in_an_uncased_vocabulary(minilm):
     model, tok = minilm
     upper = word_vectors(model, tok, ["The Bank closed."], "BANK")
@@ -305,6 +311,7 @@ def test_words_match_whole_and_ignore_case_in_an_uncased_vocabulary(minilm):
         word_vectors(model, tok, ["the embankments held"], "embankment")
 
 
+@pytest.mark.slow
 def test_occurrence_picks_the_nth_match(minilm):
     model, tok = minilm
     text = "the bank near the bank"
@@ -347,6 +354,7 @@ def test_cosine_distances_per_layer():
 
 # ---- sentence embeddings -------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_mean_pooling_is_the_masked_mean_of_a_layer(minilm):
     model, tok = minilm
     texts = ["A short one.", RIVER_1, MONEY]                           # different lengths: padding is exercised
@@ -380,6 +388,7 @@ def test_mean_pooling_equals_sentence_transformers_all_minilm_before_normalisati
     assert torch.allclose(got, reference, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_cls_pooling_is_the_cls_hidden_state_not_the_pooler_output(minilm):
     model, tok = minilm
     texts = [RIVER_1, MONEY]
@@ -471,6 +480,7 @@ def test_ablate_restores_the_model_exactly_and_leaves_no_hook(odd_model, batch):
 
 # ---- head importance -----------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_head_importance_of_a_sentence_encoder_measures_the_output_change(minilm):
     model, tok = minilm
     text = "The river bank was muddy after the rain."
@@ -495,6 +505,7 @@ def test_head_importance_of_a_sentence_encoder_measures_the_output_change(minilm
     assert no_hooks_anywhere(model)
 
 
+@pytest.mark.slow
 def test_head_importance_with_targets_is_the_rise_in_masked_token_loss(tiny):
     model, tok = tiny
     text = "the [MASK] flowed past the town ."
@@ -520,6 +531,7 @@ def test_head_importance_with_targets_is_the_rise_in_masked_token_loss(tiny):
     assert no_hooks_anywhere(model)
 
 
+@pytest.mark.slow
 def test_head_importance_without_targets_tracks_the_top_guess(odd_pretraining, odd_tokenizer):
     model, tok = odd_pretraining, odd_tokenizer
     text = "the cat [MASK] on the mat ."

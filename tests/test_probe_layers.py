@@ -18,6 +18,7 @@ from bertlab.probe.layers import (
     read_pos_file,
     read_senses_file,
 )
+from testkit import bundled
 
 # ---- the shipped probing sets -------------------------------------------------------------------
 
@@ -70,6 +71,7 @@ def test_load_probing_set_gives_examples_ready_for_probe_layers():
 
 # ---- word vectors -------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_a_word_by_index_and_by_spelling_is_word_vectors_own(minilm):
     model, tok = minilm
     sentence = "The unhappiness of the river bank , said Tom ."
@@ -89,6 +91,7 @@ def minilm_probes(minilm):
     return {task: probe_layers(model, tok, *load_probing_set(task), task=task) for task in ("pos", "senses")}
 
 
+@pytest.mark.slow
 def test_part_of_speech_is_readable_early_and_fades_at_the_top(minilm_probes):
     # measured on MiniLM: embeddings 0.872, layers 1-6 0.936 0.970 0.957 0.966 0.952 0.902; majority 0.205
     r = minilm_probes["pos"]
@@ -119,8 +122,9 @@ def test_the_split_is_by_sentence_and_the_counts_add_up(minilm_probes):
     assert "← best" in str(r) and str(r).count("\n") == 7
 
 
+@pytest.mark.slow
 def test_the_same_call_gives_the_same_numbers_and_another_seed_another_split():
-    model, tok = bertlab.load("bertlab-tiny", device="cpu")
+    model, tok = bundled("bertlab-tiny")
     examples, labels = load_probing_set("senses")
     a = probe_layers(model, tok, examples, labels, steps=50)
     b = probe_layers(model, tok, examples, labels, steps=50)

@@ -9,21 +9,22 @@ import torch
 import bertlab
 from bertlab.probe import fill_mask
 from bertlab.probe.saliency import saliency
-from testkit import one_thread  # noqa: F401  (fixture)
+from testkit import bundled, one_thread  # noqa: F401  (fixture)
 
 DOOR = "She opened the [MASK] and walked in."
 
 
 @pytest.fixture(scope="module")
 def mini():
-    return bertlab.load("bertlab-mini")
+    return bundled("bertlab-mini")
 
 
 @pytest.fixture(scope="module")
 def tiny():
-    return bertlab.load("bertlab-tiny")
+    return bundled("bertlab-tiny")
 
 
+@pytest.mark.slow
 def test_integrated_gradients_add_up_to_the_change_in_log_probability(mini):
     # completeness: Σ scores = f(x) − f(baseline), up to a quadrature error that shrinks with more steps
     model, tok = mini
@@ -97,7 +98,7 @@ def test_saliency_of_a_classifier_explains_its_label_logit(mini):
 
 
 def test_saliency_leaves_the_model_as_it_found_it(tiny):
-    model, tok = bertlab.load("bertlab-tiny")                # a private copy: this test changes its mode
+    model, tok = bundled("bertlab-tiny")                     # a private copy: this test changes its mode
     model.train()
     with torch.no_grad():                                    # a caller's no_grad does not stop the gradients
         s = saliency(model, tok, DOOR, steps=4)
@@ -133,6 +134,7 @@ def test_saliency_needs_a_head_it_can_explain(tiny):
         saliency(clf, tok, "A text.", target=5)
 
 
+@pytest.mark.slow
 def test_integrated_gradients_kept_for_one_text_answers_every_target_as_a_fresh_run(mini):
     # the forward pass along the path is kept and only the backward pass runs per target: each answer must be
     # the one a fresh call gives, in any order, and the model must come out as it went in (no hooks, eval)

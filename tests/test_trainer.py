@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -79,6 +80,21 @@ def test_resume_after_a_crash_gives_the_losses_of_an_uninterrupted_run(corpus, r
     assert sorted(b) == list(range(1, 9))
     assert_same_losses(b, metrics(run_a), range(1, 9), atol=1e-6)   # 5..8 from the resumed run
     assert_same_weights(tmp_path, run_a)
+
+
+def test_a_run_saved_with_the_old_warmup_steps_resumes_on_the_same_schedule(corpus, run_a, tmp_path):
+    """Checkpoints written before warm-up became a share of the steps store `warmup_steps` (None: 10 %)."""
+    copy = tmp_path / "old"
+    shutil.copytree(run_a, copy)
+    shutil.rmtree(copy / "checkpoints" / "step-0000008")
+    (copy / "checkpoints" / "latest").write_text("step-0000004\n")
+    state_file = copy / "checkpoints" / "step-0000004" / "trainer_state.pt"
+    state = torch.load(state_file, weights_only=True)
+    assert state["args"].pop("warmup") == 0.1
+    state["args"]["warmup_steps"] = None                       # as the old trainer saved its default
+    torch.save(state, state_file)
+    pretrain(corpus, copy, resume=True)                          # the copy is elsewhere: say where the corpus is
+    assert_same_losses(metrics(copy), metrics(run_a), range(1, 9), atol=1e-6)
 
 
 def test_ctrl_c_saves_a_checkpoint_and_resume_continues_exactly(corpus, run_a, tmp_path):
@@ -205,6 +221,7 @@ def test_keep_checkpoints_keeps_only_the_newest(corpus, tmp_path):
 
 # ---- DDP -----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_ddp_with_two_cpu_processes_matches_one_process(corpus, tmp_path):
     if not (torch.distributed.is_available() and torch.distributed.is_gloo_available()):
         pytest.skip("this torch has no gloo backend, so torchrun cannot run two CPU processes")
@@ -247,7 +264,8 @@ BAD = {
     "nothing to resume": (None, {"resume": True}, FileNotFoundError, "nothing to resume"),
     "unknown option": (None, {"stpes": 10}, ValueError, "unknown pretrain option.*stpes"),
     "heads not dividing hidden": (None, {"hidden": 96, "heads": 5}, ValueError, "hidden_size 96 is not divisible"),
-    "zero layers": (None, {"layers": 0}, ValueError, "layers must be at least 1"),
+    "zero layers": (None, {"layers": 0}, ValueError, r"--layers 0 \(layers=0\) is out of range"),
+    "the old warm-up spelling": (None, {"warmup_steps": 5}, ValueError, "warmup_steps is now warmup"),
 }
 
 
@@ -350,6 +368,7 @@ def run_40(corpus, tmp_path_factory):
     return out, model, tok
 
 
+@pytest.mark.slow
 def test_forty_steps_lower_the_loss(run_40):
     out, _, _ = run_40
     losses = [m["loss"] for _, m in sorted(metrics(out).items())]

@@ -17,12 +17,12 @@ pytest.importorskip("plotly", reason="the widgets draw with plotly")
 
 import plotly.io as pio  # noqa: E402
 
-import bertlab  # noqa: E402
 from bertlab import probe  # noqa: E402
+from bertlab.probe import AttentionMap  # noqa: E402
 from bertlab.viz import figures as F  # noqa: E402
 from bertlab.viz import widgets as W  # noqa: E402
 from bertlab.viz.views import same_figure  # noqa: E402
-from testkit import no_hooks_anywhere, one_thread  # noqa: E402, F401  (one_thread: a fixture)
+from testkit import bundled, no_hooks_anywhere, one_thread  # noqa: E402, F401  (one_thread: a fixture)
 
 LONG = ("The river was low after a long dry summer, and brown leaves floated past the ducks near the far "
         "shore while the old dog barked at them from the muddy bank and the children laughed.")
@@ -31,13 +31,13 @@ LONG = ("The river was low after a long dry summer, and brown leaves floated pas
 @pytest.fixture(scope="session")
 def tiny():
     """bertlab-tiny, the bundled pre-trained model (package data: its absence is a failure, not a skip)."""
-    return bertlab.load("bertlab-tiny", device="cpu")
+    return bundled("bertlab-tiny")
 
 
 @pytest.fixture(scope="session")
 def mini():
     """bertlab-mini, the lab's MLM + NSP model on real English (package data too)."""
-    return bertlab.load("bertlab-mini", device="cpu")
+    return bundled("bertlab-mini")
 
 
 @pytest.fixture(autouse=True)
@@ -179,7 +179,7 @@ def test_attention_explorer_combines_heads_merges_words_and_hides_specials(minil
         for name, value in step.items():
             getattr(w, name).value = value
         assert w.error is None
-        expected = bertlab.attention_map(w._fwd, enc.tokens, **w.view_options())
+        expected = AttentionMap.from_output(w._fwd, enc.tokens, **w.view_options())
         # the in-place update equals the figure attention_map_figure builds from scratch
         assert as_json(w.figure) == as_json(F.attention_map_figure(expected))
         assert draws(w.out, w.figure)
@@ -192,7 +192,7 @@ def test_attention_explorer_combines_heads_merges_words_and_hides_specials(minil
     # a new model and a new text still give attention_map_figure's figure
     w.text.value = "A cat sat."
     assert as_json(w.figure) == as_json(F.attention_map_figure(
-        bertlab.attention_map(w._fwd, tok("A cat sat.").tokens, **w.view_options())))
+        AttentionMap.from_output(w._fwd, tok("A cat sat.").tokens, **w.view_options())))
 
 
 def test_attention_explorer_shows_the_guesses_at_each_mask(mini, minilm):

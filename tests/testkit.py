@@ -8,6 +8,7 @@ change how a module runs (`one_thread`) or what it trains on (`corpus`), so a mo
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import re
@@ -22,6 +23,23 @@ ODD = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_hea
 
 # bertlab class name → transformers class name (the heads share their names)
 HF_NAMES = {"Bert": "BertModel"}
+
+_BUNDLED: dict[str, tuple] = {}
+
+
+def bundled(name: str) -> tuple:
+    """`(model, tokenizer)` of a model shipped with bertlab ("bertlab-tiny", "bertlab-mini", "minilm"), on the CPU.
+
+    Each name is read from disk once per test session (bertlab-mini takes seconds to load, a deep copy a tenth
+    of that); every call returns its own copy of the model, so a test may train it, hook it or change its
+    weights without touching another module's. The tokenizer is shared: nothing in the tests changes one.
+    """
+    if name not in _BUNDLED:
+        import bertlab
+
+        _BUNDLED[name] = bertlab.load(name, device="cpu")
+    model, tokenizer = _BUNDLED[name]
+    return copy.deepcopy(model), tokenizer
 
 
 def randomize_(model: torch.nn.Module, seed: int = 0) -> torch.nn.Module:

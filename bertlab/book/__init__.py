@@ -39,7 +39,7 @@ from pathlib import Path
 import nbformat
 
 from . import inpage
-from .course import Lesson, course_map, find_glossary, find_lessons, read_notebook, read_text
+from .contents import Lesson, course_map, find_glossary, find_lessons, read_notebook, read_text
 from .execute import executed_notebooks
 from .live import Live
 from .render import Renderer, markdown, pygments_css

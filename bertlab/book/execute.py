@@ -26,7 +26,7 @@ from pathlib import Path
 
 import nbformat
 
-from .course import read_notebook
+from .contents import read_notebook
 
 log = logging.getLogger(__name__)
 

@@ -59,7 +59,7 @@ class BertSelfAttention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)  # (B, T, H) → (B, heads, T, Dh)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False):
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, output_attentions: bool = False):
         """x: (B, T, H); mask: from `additive_mask`, (B, 1, 1, T) or (B or 1, 1, T, T), or None.
 
         Returns (context (B, T, H), attention pattern (B, heads, T, T) or None).
@@ -69,7 +69,7 @@ class BertSelfAttention(nn.Module):
         k = self.hook_k(self.split_heads(self.key(x)))
         v = self.hook_v(self.split_heads(self.value(x)))
 
-        if need_weights or self.hook_scores.active or self.hook_pattern.active:
+        if output_attentions or self.hook_scores.active or self.hook_pattern.active:
             # scaled by 1/sqrt(Dh), multiplied after the product as transformers does: dividing rounds
             # differently, and padded rows amplify that past 1e-4 on a real checkpoint
             scores = (q @ k.transpose(-2, -1)) * self.head_dim ** -0.5  # (B, heads, T, T)
@@ -120,6 +120,6 @@ class BertAttention(nn.Module):
         self.self = BertSelfAttention(config)   # `self.self` is the checkpoint's name, odd as it reads
         self.output = BertSelfOutput(config)
 
-    def forward(self, x, mask, need_weights=False):
-        context, pattern = self.self(x, mask, need_weights)
+    def forward(self, x, mask, output_attentions=False):
+        context, pattern = self.self(x, mask, output_attentions)
         return self.output(context, x), pattern

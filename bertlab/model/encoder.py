@@ -40,8 +40,8 @@ class BertLayer(nn.Module):
         self.hook_resid_mid = HookPoint()   # (B, T, H) after attention's add & norm
         self.hook_resid_post = HookPoint()  # (B, T, H) the layer's output
 
-    def forward(self, resid_pre: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False):
-        resid_mid, pattern = self.attention(resid_pre, mask, need_weights)
+    def forward(self, resid_pre: torch.Tensor, mask: torch.Tensor | None, output_attentions: bool = False):
+        resid_mid, pattern = self.attention(resid_pre, mask, output_attentions)
         resid_mid = self.hook_resid_mid(resid_mid)
         resid_post = self.hook_resid_post(self.output(self.intermediate(resid_mid), resid_mid))
         return resid_post, pattern

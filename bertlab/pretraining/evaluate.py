@@ -61,3 +61,29 @@ def evaluate(model, tokenizer, corpus: Sequence[str] | str, max_len: int = 128, 
     majority = max(not_next, n_nsp - not_next) / max(1, n_nsp)
     return EvalResult(correct_mlm / max(1, n_mlm), top / max(1, n_mlm), correct_nsp / max(1, n_nsp), majority,
                       n_mlm, n_nsp)
+
+
+def card_scores(model, tokenizer) -> dict:
+    """Every number bertlab-mini's eval.json holds, measured from `model`: held-out MLM and NSP on the demo
+    corpus's English prose (3 passes) and on WordNet's held-out glosses (1 pass), and the everyday cloze test
+    (`cloze.json`, written before training: is the expected word in the top 5?).
+
+    One home for the card's measurement: scripts/mini_card.py writes the card with it and
+    tests/test_bertlab_mini.py measures the shipped weights again with it.
+    """
+    import json
+
+    from ..checkpoint import ASSETS
+    from ..probe import fill_mask
+
+    corpus = ASSETS / "corpus"
+    prose_files = sorted(str(p) for p in (corpus / "heldout").glob("en_*.txt"))   # Korean stays out: English vocabulary
+    prose = evaluate(model, tokenizer, prose_files, max_len=128, seed=0, passes=3)
+    wordnet = evaluate(model, tokenizer, [str(corpus / "wordnet" / "heldout.txt")], max_len=128, seed=0, passes=1)
+    cloze = json.loads((ASSETS / "bertlab-mini" / "cloze.json").read_text(encoding="utf-8"))["sentences"]
+    rows = []
+    for text, word in cloze:
+        guesses = [g.token for g in fill_mask(model, tokenizer, text, top_k=5).guesses[0]]
+        rows.append({"text": text, "expected": word, "top5": guesses, "hit": word in guesses})
+    return {"prose": prose.__dict__, "wordnet": wordnet.__dict__, "cloze": rows,
+            "cloze_top5": sum(r["hit"] for r in rows) / len(rows)}

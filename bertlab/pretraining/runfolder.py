@@ -43,9 +43,10 @@ except ImportError:
 
 import torch
 
-from .. import files
+from .. import files, settings
 from ..checkpoint import normalise_keys, read_state_dict
 from ..tokenizer import Tokenizer
+from .args import PretrainArgs
 
 log = logging.getLogger(__name__)
 
@@ -315,6 +316,9 @@ def restored(state: dict, out: Path) -> tuple[dict, dict]:
     resumes in the copy and leaves the original alone.
     """
     args, data = dict(state["args"]), state["data"]
+    if "warmup_steps" in args:                 # runs started before warm-up became a share of the steps
+        count = args.pop("warmup_steps")
+        args["warmup"] = 0.1 if count is None else count / args["steps"]
     if state.get("paths") == RUN_RELATIVE:     # older checkpoints stored the paths as they were given
         args = _map_paths(args, lambda p: from_run(p, out))
         if "files" in data:
@@ -334,8 +338,7 @@ def canonical(value):
 
 # ---- resume: the saved run's settings, and what may change -----------------------------------------
 
-RESUMABLE = ("steps", "save_every", "log_every", "progress", "device", "eval_corpus", "keep_checkpoints",
-             "snapshot_every")
+RESUMABLE = settings.resumable(PretrainArgs)     # the fields PretrainArgs declares resumable
 
 
 def resumed_args(state: dict, paths: list[str], out: Path, kwargs: dict) -> dict:

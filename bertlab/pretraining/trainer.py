@@ -28,7 +28,7 @@ import random
 import signal
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 
@@ -40,10 +40,11 @@ from .. import files
 from ..checkpoint import load, load_weights, resolve, save
 from ..config import BertConfig
 from ..model.heads import IGNORE, BertForPreTraining
-from ..optim import adamw, clip, lr_at, set_lr
+from ..optim import adamw, clip, lr_at, set_lr, warmup_count
 from ..tokenizer import Tokenizer
 from ..utils import default_device
 from . import checks, runfolder, snapshots
+from .args import RENAMED, PretrainArgs
 from .data import PretrainingData, collate, iter_texts, read_documents
 from .masking import mask_tokens
 from .runfolder import latest_checkpoint  # noqa: F401  (scripts import it from here)
@@ -51,72 +52,6 @@ from .runfolder import latest_checkpoint  # noqa: F401  (scripts import it from 
 log = logging.getLogger(__name__)
 
 Callback = Callable[[dict], None]
-
-
-def _option(default, help: str):
-    """A PretrainArgs field: its default, and the text `bertlab pretrain --help` shows for its flag."""
-    return field(default=default, metadata={"help": help})
-
-
-@dataclass
-class PretrainArgs:
-    """Everything that defines a run. Saved in every checkpoint, so `resume` needs only the output folder.
-
-    Each field is a flag of `bertlab pretrain` (`max_len` is `--max-len`) and its metadata "help" is that
-    flag's help text, so the command line and `pretrain(...)` are one list and cannot drift apart.
-    """
-    corpus: list[str] = field(metadata={"help": "text files or folders (with --resume: only if the run's corpus "
-                                                "has moved, to say where it is now)"})
-    out: str = field(metadata={"help": "output folder: the model, metrics.jsonl, checkpoints/"})
-    preset: str = _option("tiny", "model size: tiny (L2/H128), mini (L4/H256), small, medium, base, large")
-    steps: int = _option(1000, "optimizer steps to train to (with --resume: the new total)")
-    batch_size: int = _option(32, "sequences per optimizer step, over all processes")
-    grad_accum: int = _option(1, "micro-batches per step (batch_size / grad_accum sequences per forward pass)")
-    max_len: int = _option(128, "tokens per sequence, [CLS] A [SEP] B [SEP] included")
-    lr: float = _option(1e-4, "peak learning rate (paper: 1e-4; tiny models like 5e-4 to 1e-3)")
-    warmup_steps: int | None = _option(None, "linear warm-up steps (default: 10% of --steps), then linear decay "
-                                             "to zero")   # the paper: 10,000 of 1,000,000
-    weight_decay: float = _option(0.01, "AdamW weight decay, not applied to biases and LayerNorm")
-    clip: float = _option(1.0, "gradient-norm clipping threshold")
-    mask_probability: float = _option(0.15, "share of tokens chosen for masked LM")
-    mask_mode: str = _option("dynamic", "dynamic: every token chosen independently, re-drawn each batch; "
-                                        "bert: Google's exact count per sequence")
-    whole_word: bool = _option(False, "mask all WordPieces of a word together")
-    max_predictions: int = _option(20, "cap on chosen tokens per sequence in --mask-mode bert")
-    nsp_balance: bool = _option(False, "exactly 50/50 IsNext/NotNext pairs (Google's recipe gives fewer IsNext "
-                                       "on short documents)")   # make_pairs(balance=True); Google: ~55 / 45
-    init: str | None = _option(None, "continue pre-training from a checkpoint folder or bundled name (e.g. "
-                                     "minilm): its sizes, encoder weights and tokenizer; missing MLM/NSP heads "
-                                     "start fresh")
-    tokenizer: str | None = _option(None, "vocab.txt, tokenizer.json or a folder; default: train a WordPiece "
-                                          "vocabulary on the corpus")
-    vocab_size: int = _option(8000, "vocabulary size when training a tokenizer")
-    lowercase: bool = _option(True, "lowercase text when training a tokenizer")
-    strip_accents: bool | None = _option(None, "strip accents when training a tokenizer (default: with "
-                                               "--lowercase; --no-strip-accents keeps Hangul syllables whole)")
-    layers: int | None = _option(None, "override the preset's number of layers")
-    hidden: int | None = _option(None, "override the preset's hidden size (the feed-forward size follows at 4x "
-                                       "unless --intermediate)")
-    heads: int | None = _option(None, "override the preset's number of attention heads (must divide the hidden "
-                                      "size; default with --hidden: hidden / 64)")
-    intermediate: int | None = _option(None, "override the preset's feed-forward size")
-    hidden_dropout: float | None = _option(None, "override the preset's hidden dropout (0.1)")
-    attention_dropout: float | None = _option(None, "override the preset's attention dropout (0.1)")
-    max_position_embeddings: int | None = _option(None, "learned positions (default: --max-len)")  # more: never trained
-    seed: int = _option(0, "seed for initialisation, data order, pairs and masks")
-    save_every: int = _option(500, "write a checkpoint every N steps (also at the end and on Ctrl-C)")
-    keep_checkpoints: int = _option(2, "how many recent checkpoints to keep")
-    log_every: int = _option(10, "append a line to DIR/metrics.jsonl every N steps")
-    eval_corpus: list[str] | None = _option(None, "held-out text files or folders, scored at the end (MLM top-1, "
-                                                  "NSP accuracy)")
-    bf16: bool | None = _option(None, "bfloat16 autocast (default: on for CUDA, off for the CPU)")
-    compile: bool = _option(False, "torch.compile the model")
-    device: str | None = _option(None, "cpu, cuda, cuda:1 … (default: cuda if available)")
-    progress: bool = _option(True, "show a progress bar")
-    snapshot_every: int = _option(0, "every N steps (and at step 0), record attention, [MASK] guesses and "
-                                     "similarity for --snapshot-text in DIR/snapshots.jsonl (0: never)")
-    snapshot_text: str = _option(snapshots.DEFAULT_TEXT, "the sentence snapshots look at (one [MASK] or more "
-                                                         "for guesses)")
 
 
 class PretrainResult(tuple):
@@ -174,6 +109,9 @@ def pretrain(corpus: str | os.PathLike | Sequence[str | os.PathLike] | None, out
              else [str(p) for p in corpus])
     out = Path(out)
     state = None
+    renamed = [f"{old} is now {RENAMED[old]}" for old in kwargs if old in RENAMED]
+    if renamed:
+        raise ValueError("; ".join(renamed))
     unknown = set(kwargs) - set(PretrainArgs.__dataclass_fields__)
     if unknown:
         raise ValueError(f"unknown pretrain option(s): {', '.join(sorted(unknown))}")
@@ -207,27 +145,13 @@ def pretrain(corpus: str | os.PathLike | Sequence[str | os.PathLike] | None, out
 
 
 def _check_args(a: PretrainArgs) -> None:
-    if a.steps < 1:
-        raise ValueError(f"steps must be at least 1, got {a.steps}")
-    if a.batch_size < 1 or a.grad_accum < 1 or a.batch_size % a.grad_accum:
+    """What one field's range cannot say (each field's own range is checked by `checks.check_given`)."""
+    if a.batch_size % a.grad_accum:
         raise ValueError(f"batch_size {a.batch_size} must be a positive multiple of grad_accum {a.grad_accum}")
-    if a.max_len < 5:
-        raise ValueError(f"max_len {a.max_len} is too small: [CLS] A [SEP] B [SEP] needs at least 5 tokens")
-    if not 0 < a.mask_probability < 1:
-        raise ValueError(f"mask_probability must be between 0 and 1, got {a.mask_probability}")
-    if a.lr <= 0:
-        raise ValueError(f"lr must be positive, got {a.lr}")
-    if a.keep_checkpoints < 1 or a.save_every < 1 or a.log_every < 1:
-        raise ValueError("keep_checkpoints, save_every and log_every must each be at least 1")
-    if isinstance(a.snapshot_every, bool) or not isinstance(a.snapshot_every, int) or a.snapshot_every < 0:
-        raise ValueError(f"snapshot_every must be a whole number of steps (0: no snapshots), got {a.snapshot_every!r}")
     if a.init and any(getattr(a, n) is not None for n in ("layers", "hidden", "heads", "intermediate",
                                                            "max_position_embeddings")):
         raise ValueError("--init takes its sizes from the checkpoint: drop --layers/--hidden/--heads/"
                          "--intermediate/--max-position-embeddings")
-    for name in ("layers", "hidden", "heads", "intermediate"):
-        if getattr(a, name) is not None and getattr(a, name) < 1:
-            raise ValueError(f"{name} must be at least 1, got {getattr(a, name)}")
     BertConfig.preset(a.preset, **_size_overrides(a))  # raises for an unknown preset or a size that cannot work
 
 
@@ -309,7 +233,7 @@ class _Run:
             raise ValueError(f"batch_size {a.batch_size} must be divisible by grad_accum × processes "
                              f"= {a.grad_accum * dist.world}")
         self.out = Path(a.out)
-        self.warmup = a.warmup_steps if a.warmup_steps is not None else max(1, a.steps // 10)
+        self.warmup = warmup_count(a.steps, a.warmup)
 
         random.seed(a.seed)
         torch.manual_seed(a.seed + dist.rank)  # dropout differs per process, as it would per batch row
@@ -328,7 +252,7 @@ class _Run:
         if a.snapshot_every:
             snapshots.check_text(a.snapshot_text, self.tokenizer, a.max_len)
         self.mask_gen = torch.Generator().manual_seed(a.seed)
-        self.optimizer = adamw(self.model, a.lr, a.weight_decay, eps=1e-6)
+        self.optimizer = adamw(self.model, a.lr, a.weight_decay, eps=1e-6, fused=a.fused_adamw)
         if state is not None:
             self.optimizer.load_state_dict(state["optimizer"])
             self.data.load_state_dict(state["data"])

@@ -19,6 +19,7 @@ from functools import cached_property
 import torch
 import torch.nn.functional as F
 
+from ..hooks import act_name
 from .fill_mask import Guess, GuessChange
 from .running import base_model, has_mlm_head, inference, max_length, mlm_head
 
@@ -70,7 +71,7 @@ def ablate(model, heads) -> Iterator:
             return z
         return fn
 
-    with bert.hooks([(f"encoder.layer.{l}.attention.self.hook_z", zero(hs)) for l, hs in by_layer.items()]):
+    with bert.hooks([(act_name("z", l), zero(hs)) for l, hs in by_layer.items()]):
         yield model
 
 

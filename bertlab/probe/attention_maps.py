@@ -4,7 +4,7 @@
     attention_map(model, tokenizer, text, layer=3, head="all", reduce="mean")   # layer 3, its heads averaged
     attention_map(model, tokenizer, text, layer="all", head="all", words=True)  # everything, one row per word
     attention_map(model, tokenizer, text, hide_special=True, threshold=0.1)     # exBERT's two switches
-    attention_map(out, enc.tokens, layer=3)      # or an output already computed (output_attentions=True)
+    AttentionMap.from_output(out, enc.tokens, layer=3)   # an output already computed (output_attentions=True)
 
 A head's attention is over WordPieces: "playwright" may be `play ##wright`, two rows and two columns.
 People ask for words (bertviz #23). Merging takes one rule per axis, and the rule is what keeps each row a
@@ -31,7 +31,6 @@ from dataclasses import dataclass
 
 import torch
 
-from ..deprecation import renamed_arguments, warn_renamed
 from ..inputs import check_tokens
 from .running import text_attention
 
@@ -52,6 +51,14 @@ class AttentionMap:
     weights: torch.Tensor           # (T', T') float32 on the CPU, T' ≤ T
     groups: list[list[int]]
     title: str
+
+    @classmethod
+    def from_output(cls, out, tokens: Sequence[str], *, layer=0, head=0, reduce: str = "mean", words: bool = False,
+                    hide_special: bool = False, threshold: float = 0.0, batch_index: int = 0) -> "AttentionMap":
+        """The map of attention already computed: `out` a model output run with `output_attentions=True` (or
+        its `.attentions`: L tensors (B, heads, T, T)), `tokens` the tokens of row `batch_index`. The options
+        are `attention_map`'s."""
+        return _from_attentions(out, tokens, layer, head, reduce, words, hide_special, threshold, batch_index)
 
 
 def word_groups(tokens: Sequence[str]) -> list[list[int]]:
@@ -108,31 +115,25 @@ def _describe(chosen: list[int], n: int, what: str) -> str:
     return f"{what}s {', '.join(map(str, chosen))}"
 
 
-@renamed_arguments(attentions="model", tokens="tokenizer")
-def attention_map(model, tokenizer, text: str | None = None, *, layer=0, head=0, reduce: str = "mean",
-                  words: bool = False, hide_special: bool = False, threshold: float = 0.0, batch_index: int = 0,
-                  text_pair: str | None = None) -> AttentionMap:
+def attention_map(model, tokenizer, text: str | None = None, *, layer=0, head=0, reduce: str = "mean", words: bool = False,
+                  hide_special: bool = False, threshold: float = 0.0, text_pair: str | None = None) -> AttentionMap:
     """What a heatmap of attention shows for one text: one head, a layer's heads combined, or all; per word if asked.
 
     Like every probe, `attention_map(model, tokenizer, text, text_pair=None, ...)` runs the model on the
-    text. For attention already computed, call it as `attention_map(out, tokens, ...)`: `out` a model output
-    run with `output_attentions=True` (or its `.attentions`: L tensors (B, heads, T, T)) and `tokens` the
-    tokens of row `batch_index`. `layer` and `head` are an index, a list of them or "all", combined by
+    text; for attention already computed, `AttentionMap.from_output(out, tokens, ...)` takes the same
+    options. `layer` and `head` are an index, a list of them or "all", combined by
     `reduce` ("mean" or "sum") when there is more than one. Then, in this order: pieces merged into words
     (`words=True`), [CLS] / [SEP] / [PAD] rows and columns dropped (`hide_special=True`), and weights below
     `threshold` set to 0.
     """
-    if isinstance(model, torch.nn.Module):
-        out = text_attention(model, tokenizer, text, text_pair)
-        tokens = out.tokens
-    else:
-        out, tokens = model, tokenizer
-        if text_pair is not None:
-            raise ValueError("text_pair needs a model: attention_map(model, tokenizer, text, text_pair=...)")
-        if text is not None:         # the old layout attention_map(out, tokens, layer) put the layer third
-            warn_renamed("attention_map(out, tokens, layer) with the layer by position", "layer= by keyword",
-                         stacklevel=4)          # warn_renamed, attention_map, its wrapper, the caller
-            layer = text
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"attention_map runs a model: pass (model, tokenizer, text), not a {type(model).__name__}; "
+                        "for attention already computed, use AttentionMap.from_output(out, tokens, ...)")
+    out = text_attention(model, tokenizer, text, text_pair)
+    return _from_attentions(out, out.tokens, layer, head, reduce, words, hide_special, threshold, 0)
+
+
+def _from_attentions(out, tokens, layer, head, reduce, words, hide_special, threshold, batch_index) -> AttentionMap:
     attentions = getattr(out, "attentions", out)
     if attentions is None and hasattr(out, "bert"):          # bertlab's heads keep the encoder's output at .bert
         attentions = out.bert.attentions

@@ -6,11 +6,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import torch
 
-from ..deprecation import warn_renamed
 from .running import base_model, inference, max_length, mlm_head
 
 __all__ = ["Guess", "GuessChange", "FillMask", "fill_mask"]
@@ -28,10 +27,6 @@ class Guess:
     def __iter__(self) -> Iterator:
         return iter((self.token, self.probability))
 
-    def __getitem__(self, i: int):
-        warn_renamed(f"{type(self).__name__}[{i}]", f"the named fields ({', '.join(f.name for f in fields(self))})")
-        return tuple(self)[i]
-
 
 @dataclass
 class GuessChange:
@@ -46,7 +41,6 @@ class GuessChange:
     def __iter__(self) -> Iterator:
         return iter((self.token, self.before, self.after))
 
-    __getitem__ = Guess.__getitem__
 
 
 @dataclass

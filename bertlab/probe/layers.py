@@ -40,7 +40,6 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ..deprecation import warn_renamed
 from .running import base_model, inference, max_length
 from .word_vectors import find_word
 
@@ -107,10 +106,6 @@ class ProbingSet:
 
     def __len__(self) -> int:
         return len(self.examples)
-
-    def __getitem__(self, i: int):
-        warn_renamed(f"load_probing_set(...)[{i}]", "its named fields .examples and .labels")
-        return tuple(self)[i]
 
 
 def load_probing_set(name: str) -> ProbingSet:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ..hooks import act_name
 from ..model.attention import additive_mask
 from .patching import _target_id, patch
 from .running import base_model, has_mlm_head, inference, max_length, mlm_head
@@ -80,8 +81,8 @@ def _norm_based(bert, cache, T: int) -> list[torch.Tensor]:
     A, Dh, H = cfg.num_attention_heads, cfg.head_dim, cfg.hidden_size
     mats = []
     for l, layer in enumerate(bert.encoder.layer):
-        alpha = cache[f"encoder.layer.{l}.attention.self.hook_pattern"][0].float()      # (heads, T, T)
-        v = cache[f"encoder.layer.{l}.attention.self.hook_v"][0].float()                # (heads, T, Dh)
+        alpha = cache["pattern", l][0].float()      # (heads, T, T)
+        v = cache["v", l][0].float()                # (heads, T, Dh)
         W = layer.attention.output.dense.weight.float().view(H, A, Dh)                   # (H_out, heads, Dh)
         fv = torch.einsum("hjd,ohd->hjo", v, W)                                          # (heads, T, H): f^h(x_j)
         mixed = torch.einsum("hij,hjo->ijo", alpha, fv)                                  # (T, T, H)
@@ -102,7 +103,7 @@ def _value_zeroing(bert, hidden_states, T: int) -> list[torch.Tensor]:
             return v
 
         mask = additive_mask(None, x, causal=bert.config.is_decoder)  # the model's own mask (a decoder's too)
-        with bert.hooks([(f"encoder.layer.{l}.attention.self.hook_v", zero_value)]):
+        with bert.hooks([(act_name("v", l), zero_value)]):
             y, _ = layer(x, mask)                                    # (T copies, T, H)
         ref = hidden_states[l + 1][0]                                # (T, H)
         dist = 1 - F.cosine_similarity(y.float(), ref.float()[None], dim=-1)             # (copy j, position i)

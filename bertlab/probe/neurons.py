@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..hooks import act_name
 from ..model.bert import Bert
 from .running import base_model, check_pair, inference, layer_and_head
 
@@ -58,8 +59,7 @@ def attention_neurons(model, tokenizer, text: str, layer: int, head: int, text_p
     if len(enc.input_ids) > bert.config.max_position_embeddings:
         raise ValueError(f"{len(enc.input_ids)} tokens is more than the model's {bert.config.max_position_embeddings} "
                          "positions: shorten the text")
-    where = f"encoder.layer.{layer}.attention.self."
-    names = [where + h for h in ("hook_q", "hook_k", "hook_scores", "hook_pattern")]
+    names = [act_name(h, layer) for h in ("q", "k", "scores", "pattern")]
     device = next(bert.parameters()).device
     with inference(model):
         _, cache = bert.run_with_cache(**{k: v.to(device) for k, v in enc.to_tensors().items()}, names=names)

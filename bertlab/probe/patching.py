@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..hooks import act_name
 from ..model.bert import BertOutput
 from .running import base_model, has_mlm_head, has_nsp_head, inference, max_length, mlm_head
 
@@ -169,13 +170,13 @@ def _metric(model, tokenizer, clean, corrupt, pair: bool, target, metric):
 def _cells(site: str, L: int, A: int, T: int) -> tuple[list[str], list[tuple[int, int]]]:
     """The hook point of each row and every (row, column) cell of the sweep."""
     if site == "resid":
-        names = ["embeddings.hook_normed"] + [f"encoder.layer.{l}.hook_resid_post" for l in range(L)]
+        names = [act_name("normed")] + [act_name("resid_post", l) for l in range(L)]
     elif site == "attn":
-        names = [f"encoder.layer.{l}.attention.output.hook_attn_out" for l in range(L)]
+        names = [act_name("attn_out", l) for l in range(L)]
     elif site == "mlp":
-        names = [f"encoder.layer.{l}.output.hook_mlp_out" for l in range(L)]
+        names = [act_name("mlp_out", l) for l in range(L)]
     else:
-        names = [f"encoder.layer.{l}.attention.self.hook_z" for l in range(L)]
+        names = [act_name("z", l) for l in range(L)]
     width = A if site == "head" else T
     return names, [(r, c) for r in range(len(names)) for c in range(width)]
 

@@ -10,14 +10,12 @@ from collections.abc import Sequence
 
 import torch
 
-from ..deprecation import renamed_arguments, warn_renamed
 from ..model.bert import BertOutput
 from .running import text_attention
 
 __all__ = ["attention_rollout"]
 
 
-@renamed_arguments(attentions="model")
 def attention_rollout(model, tokenizer=None, text: str | None = None, *, add_residual: bool = True,
                       head_fusion: str = "mean", text_pair: str | None = None) -> torch.Tensor:
     """Attention rollout (Abnar & Zuidema 2020): how much each output position draws on each input token.
@@ -36,10 +34,6 @@ def attention_rollout(model, tokenizer=None, text: str | None = None, *, add_res
         attentions = text_attention(model, tokenizer, text, text_pair).attentions
     else:
         attentions = model
-        if isinstance(tokenizer, bool):          # the old layout attention_rollout(attentions, add_residual)
-            warn_renamed("attention_rollout(attentions, add_residual) with add_residual by position",
-                         "add_residual= by keyword", stacklevel=4)     # past the renamed_arguments wrapper
-            add_residual, tokenizer = tokenizer, None
         if tokenizer is not None or text is not None or text_pair is not None:
             raise ValueError("a tokenizer and text go with a model: attention_rollout(model, tokenizer, text); "
                              "attention already computed is passed alone")

@@ -15,7 +15,6 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ..deprecation import renamed_arguments
 from ..inputs import check_vocabularies
 from ..probe import attention_weights
 from .look import SEQUENTIAL, check_index, check_indices, finish, token_labels
@@ -68,7 +67,6 @@ class AttentionView:
     beyond, they give positions and hovering shows the tokens.
     """
 
-    @renamed_arguments(tok="tokenizer")
     def __init__(self, model, tokenizer, texts, text_pairs=None, max_length: int = 512, batch_size: int = 8):
         texts = [texts] if isinstance(texts, str) else texts
         if texts is None or not isinstance(texts, Sequence) or len(texts) == 0:

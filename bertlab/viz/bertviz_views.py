@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..deprecation import renamed_arguments, warn_renamed
 from .attention_view import AttentionView, check_texts
 from .look import check_index, check_indices
 
@@ -198,16 +197,12 @@ def _attention_source(fn: str, model, tokenizer, text, text_pair, sentence_b_sta
         return _encode_one(model, tokenizer, text, text_pair, max_tokens, fn.removesuffix("_html"))
     if text_pair is not None:
         raise ValueError(f"text_pair needs a model: {fn}(model, tokenizer, text, text_pair)")
-    if text is not None:                                         # the old layout: (attentions, tokens, b_start)
-        if sentence_b_start is not None:
-            raise TypeError(f"{fn}() got sentence_b_start twice (by position and by keyword)")
-        warn_renamed(f"{fn}(attentions, tokens, sentence_b_start) with sentence_b_start by position",
-                     "sentence_b_start= by keyword", stacklevel=5)  # via _attention_source, the view, its wrapper
-        sentence_b_start = text
+    if text is not None:
+        raise TypeError(f"{fn}() takes sentence_b_start by keyword with attention already computed: "
+                        f"{fn}(out, tokens, sentence_b_start={text!r})")
     return model, tokenizer, sentence_b_start
 
 
-@renamed_arguments(attentions="model", tokens="tokenizer")
 def head_view_html(model, tokenizer, text: str | None = None, text_pair: str | None = None, *, layer=None,
                    heads=None, sentence_b_start: int | None = None,
                    max_tokens: int | None = BERTVIZ_MAX_TOKENS) -> str:
@@ -231,7 +226,6 @@ def head_view_html(model, tokenizer, text: str | None = None, text_pair: str | N
     return _offline(view.data, "head_view")
 
 
-@renamed_arguments(attentions="model", tokens="tokenizer")
 def model_view_html(model, tokenizer, text: str | None = None, text_pair: str | None = None, *, layers=None,
                     heads=None, display_mode: str = "dark", sentence_b_start: int | None = None,
                     max_tokens: int | None = BERTVIZ_MAX_TOKENS) -> str:
@@ -256,7 +250,6 @@ def model_view_html(model, tokenizer, text: str | None = None, text_pair: str | 
     return _offline(view.data, "model_view")
 
 
-@renamed_arguments(tok="tokenizer")
 def head_view(model, tokenizer, text: str, text_pair: str | None = None, layer: int | None = None, heads=None,
               max_tokens: int | None = BERTVIZ_MAX_TOKENS) -> HTML:
     """bertviz's head view of `model` on `text` (and `text_pair`), offline: an `IPython.display.HTML`.
@@ -270,7 +263,6 @@ def head_view(model, tokenizer, text: str, text_pair: str | None = None, layer: 
     return HTML(head_view_html(model, tokenizer, text, text_pair, layer=layer, heads=heads, max_tokens=max_tokens))
 
 
-@renamed_arguments(tok="tokenizer")
 def model_view(model, tokenizer, text: str, text_pair: str | None = None, layers=None, heads=None,
                display_mode: str = "dark", max_tokens: int | None = BERTVIZ_MAX_TOKENS) -> HTML:
     """bertviz's model view of `model` on `text` (and `text_pair`), offline: an `IPython.display.HTML`.

@@ -26,10 +26,9 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from ..deprecation import renamed_arguments
 from ..model.bert import BertOutput
 from ..model.heads import IGNORE
-from ..probe.attention_maps import AttentionMap, attention_map
+from ..probe.attention_maps import AttentionMap
 from ..probe.cosine import cosine_similarity
 from ..probe.fill_mask import GuessChange
 from ..probe.masking import FATES, masking_fate
@@ -170,8 +169,8 @@ def attention_heatmap(out: BertOutput, tokens: Sequence[str], layer=0, head=0, b
     list or "all" (combined by `reduce`); `words`, `hide_special` and `threshold` are
     `bertlab.probe.attention_map`'s, which chooses what is drawn (its docstring states the rules).
     """
-    amap = attention_map(_attentions(out), tokens, layer=layer, head=head, reduce=reduce, words=words,
-                         hide_special=hide_special, threshold=threshold, batch_index=batch_index)
+    amap = AttentionMap.from_output(_attentions(out), tokens, layer=layer, head=head, reduce=reduce, words=words,
+                                    hide_special=hide_special, threshold=threshold, batch_index=batch_index)
     return attention_map_figure(amap)
 
 
@@ -260,7 +259,6 @@ def _ids(x, name: str, batch_index: int) -> torch.Tensor:
     return x.detach().cpu().long()
 
 
-@renamed_arguments(tok="tokenizer")
 def masking_figure(tokens: Sequence[str], inputs, labels, tokenizer, batch_index: int = 0,
                    per_row: int = 12) -> go.Figure:
     """What masked-LM corruption did to one text: each token a cell, coloured by its fate.

@@ -22,7 +22,8 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from ..probe import attention_map, attention_rollout
+from ..probe import attention_rollout
+from ..probe.attention_maps import AttentionMap
 from .look import COLORS, DIVERGING, SEQUENTIAL, finish, token_labels
 
 __all__ = ["neuron_figure", "saliency_figure", "head_types_figure", "contextuality_figure",
@@ -109,8 +110,8 @@ def saliency_rows(result, attentions, position=None) -> dict[str, torch.Tensor]:
                          f"saliency result, got {got}: run the model on the same text with output_attentions=True")
     i = _saliency_position(result, tokens, position)
     scores = torch.as_tensor(result.scores).detach().float().cpu().reshape(-1)
-    # (T,): the last layer's heads averaged, by probe's one attention normaliser (attention_map)
-    last = attention_map(list(layers), tokens, layer=len(layers) - 1, head="all", reduce="mean").weights[i]
+    # (T,): the last layer's heads averaged, by probe's one attention normaliser (AttentionMap)
+    last = AttentionMap.from_output(list(layers), tokens, layer=len(layers) - 1, head="all", reduce="mean").weights[i]
     rollout = attention_rollout([a[:1] for a in layers])[0, i]                 # (T,)
     method = getattr(result, "method", "attribution").replace("_", " ")
     return {method: scores, "attention, last layer (mean of heads)": last, "attention rollout": rollout}

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from ..deprecation import renamed_arguments
 from ..probe import base_model, inference
 from ..probe.running import check_pair, layer_and_head
 from .bertviz_views import REQUIRE_SHIM, bertviz, offline_scripts
@@ -84,7 +83,6 @@ def _check(model, tokenizer, text, text_pair, layer, head, max_tokens):
     return bert, enc, layer, head
 
 
-@renamed_arguments(tok="tokenizer")
 def neuron_view_data(model, tokenizer, text: str, text_pair: str | None = None) -> dict:
     """The structure neuron_view.js draws, as bertviz's `get_attention(..., include_queries_and_keys=True)`
     documents it: {"all": {left_text, right_text, attn, queries, keys}} (and "aa", "ab", "ba", "bb" for a
@@ -116,7 +114,6 @@ def neuron_view_data(model, tokenizer, text: str, text_pair: str | None = None) 
     return data
 
 
-@renamed_arguments(tok="tokenizer")
 def neuron_view_html(model, tokenizer, text: str, layer: int = 0, head: int = 0, text_pair: str | None = None,
                      display_mode: str = "dark", max_tokens: int | None = NEURON_VIEW_MAX_TOKENS) -> str:
     """The neuron view of `model` on `text` (and `text_pair`) as self-contained HTML: a <div> and one <script>.
@@ -148,7 +145,6 @@ def neuron_view_html(model, tokenizer, text: str, layer: int = 0, head: int = 0,
     return div + '\n<script type="text/javascript">\n' + script + "\n</script>\n"
 
 
-@renamed_arguments(tok="tokenizer")
 def neuron_view(model, tokenizer, text: str, layer: int = 0, head: int = 0, text_pair: str | None = None,
                 display_mode: str = "dark", max_tokens: int | None = NEURON_VIEW_MAX_TOKENS) -> HTML:
     """bertviz's neuron view of head `head` in layer `layer`, offline: an `IPython.display.HTML` (its `.data`

@@ -23,7 +23,7 @@ import pytest
 
 from browser.test_notebooks_in_browser import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, _check_bertviz
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 EXECUTED = os.environ.get("BERTLAB_EXECUTED_DIR", str(REPO / "build" / "executed"))

@@ -54,7 +54,7 @@ if CHROMIUM is None:
 if importlib.util.find_spec("jupyterlab") is None:
     pytest.skip("the browser test needs JupyterLab: pip install 'bertlab[notebooks]'", allow_module_level=True)
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 RUN_TIMEOUT_MS = int(float(os.environ.get("BERTLAB_BROWSER_TIMEOUT", "120")) * 1000)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

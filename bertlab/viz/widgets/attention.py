@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 import torch
 
 from ... import probe
-from ...probe.attention_maps import attention_map
+from ...probe.attention_maps import AttentionMap
 from .. import figures as F
 from ..bertviz_views import BERTVIZ_MAX_TOKENS, head_view_html
 from ..look import token_labels
@@ -114,7 +114,7 @@ class AttentionExplorer(Widget):
         layer = self.layer.value
         self.head.disabled = self.combine.value != "head"
         self.layer.disabled = self.combine.value.startswith("all")
-        amap = attention_map(out, enc.tokens, **self.view_options())
+        amap = AttentionMap.from_output(out, enc.tokens, **self.view_options())
         self._offline(out, enc)
         if self.figure is None or (amap.tokens != self._tokens and len(amap.tokens) not in self._sizes):
             self.figure = F.attention_map_figure(amap)

@@ -28,7 +28,6 @@ import plotly.graph_objects as go
 
 from ... import probe
 from ...checkpoint import load
-from ...deprecation import warn_renamed
 from ..look import check_index
 from ..views import View
 from ..views import controls as W
@@ -166,12 +165,6 @@ class Widget:
             logger.debug("loading %s failed", name, exc_info=True)
             self.model = self.tokenizer = None
             self._model_error = f"could not load {name!r}: {e}"
-
-    @property
-    def tok(self):
-        """Deprecated: the tokenizer is `tokenizer`, as everywhere in bertlab."""
-        warn_renamed(f"{type(self).__name__}.tok", f"{type(self).__name__}.tokenizer", stacklevel=3)
-        return self.tokenizer
 
     @property
     def model_name(self) -> str:

@@ -1,4 +1,4 @@
-"""The second adversarial round on inputs (issue 21): a tokenizer that is not the model's own, yes/no settings
+"""Inputs of the wrong kind (issue 21): a tokenizer that is not the model's own, yes/no settings
 written as strings, NaN weights, negative layer and head indexes, devices this machine lacks, paths that are
 not paths, hooks that return the wrong thing, and widgets built with odd arguments.
 
@@ -20,8 +20,8 @@ import torch
 import bertlab
 from bertlab import Bert, BertConfig, BertForPreTraining, Tokenizer, probe
 from bertlab.pretraining.trainer import pretrain
-from bertlab.probe.attention_maps import attention_map
-from testkit import ODD, corpus, one_thread, randomize_  # noqa: F401  (corpus, one_thread: fixtures)
+from bertlab.probe.attention_maps import AttentionMap
+from testkit import ODD, bundled, corpus, one_thread, randomize_  # noqa: F401  (corpus, one_thread: fixtures)
 
 needs_widgets = pytest.mark.skipif(
     importlib.util.find_spec("ipywidgets") is None or importlib.util.find_spec("plotly") is None,
@@ -40,7 +40,7 @@ def viz():
 
 @pytest.fixture(scope="module")
 def tiny():
-    return bertlab.load("bertlab-tiny", device="cpu")
+    return bundled("bertlab-tiny")
 
 
 class Inputs:
@@ -105,10 +105,10 @@ REFUSED = [
     ("config.json is_decoder 0", lambda c: BertConfig.from_dict({**ODD, "is_decoder": 0}), ValueError,
      "is_decoder must be true or false (a JSON boolean), got 0"),
     # ---- item 6: thresholds and indexes
-    ("attention_map(threshold=nan)", lambda c: attention_map(c.out, c.tiny[1]("the river bank").tokens,
+    ("attention_map(threshold=nan)", lambda c: AttentionMap.from_output(c.out, c.tiny[1]("the river bank").tokens,
                                                              threshold=float("nan")),
      ValueError, "threshold must be a number ≥ 0, and finite (weights below it are blanked), got"),
-    ("attention_map(threshold=inf)", lambda c: attention_map(c.out, c.tiny[1]("the river bank").tokens,
+    ("attention_map(threshold=inf)", lambda c: AttentionMap.from_output(c.out, c.tiny[1]("the river bank").tokens,
                                                              threshold=float("inf")),
      ValueError, "threshold must be a number ≥ 0, and finite (weights below it are blanked), got"),
     ("ablate a head one past the first from the end", lambda c: probe.Ablation(*c.tiny, "the [MASK]").effect([(-3, 0)]),

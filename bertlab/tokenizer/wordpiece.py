@@ -23,8 +23,8 @@ Padding and truncation are done here rather than inside `tokenizers`, so the
 rules are visible in Python and a loaded ``tokenizer.json`` cannot change them.
 
 What a call returns (`Encoding`, `Batch`) is in encoding.py; how :meth:`Tokenizer.train`
-learns a vocabulary, with its guaranteed `BASE_ALPHABET`, is in wordpiece_training.py.
-Both are importable from here too.
+learns a vocabulary, with its guaranteed `BASE_ALPHABET`, is in training.py. All three are
+re-exported by the package, `bertlab.tokenizer`.
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ import tokenizers
 import torch
 from tokenizers import decoders, models, normalizers, pre_tokenizers, processors
 
-from . import files
-from .config import read_config_json
+from .. import files
+from ..config import read_config_json
 from .encoding import MODEL_INPUT_NAMES, Batch, Encoding  # noqa: F401  (MODEL_INPUT_NAMES re-exported)
-from .wordpiece_training import BASE_ALPHABET, learn_vocabulary
+from .training import BASE_ALPHABET, learn_vocabulary
 
 logger = logging.getLogger(__name__)
 
@@ -216,7 +216,7 @@ class Tokenizer:
                 f"vocab_size must be at least {len(SPECIAL_TOKENS)} (the special tokens), got {vocab_size}"
             )
 
-        # The BERT pipeline around a WordPiece model whose vocabulary is learned first (wordpiece_training.py).
+        # The BERT pipeline around a WordPiece model whose vocabulary is learned first (training.py).
         bert = _bert_backend(models.WordPiece(unk_token="[UNK]"), lowercase, strip_accents)
         vocab = learn_vocabulary(bert, _iter_training_texts(texts_or_files), SPECIAL_TOKENS, vocab_size=vocab_size,
                                  min_frequency=min_frequency, limit_alphabet=limit_alphabet,

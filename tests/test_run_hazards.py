@@ -1,4 +1,4 @@
-"""The second adversarial round on pre-training runs (issue 21): planted links, file modes, impossible numbers,
+"""What can go wrong around a pre-training run (issue 21): planted links, file modes, impossible numbers,
 a diverging loss, full disks and read-only folders.
 
 Each test is one thing an adversarial or unlucky user does to a run, and what must happen: the link is
@@ -25,7 +25,7 @@ from bertlab.cli import main
 from bertlab.files import LinkRefused, WriteFailed
 from bertlab.pretraining import runfolder, trainer
 from bertlab.pretraining.trainer import pretrain
-from testkit import corpus, one_thread  # noqa: F401  (fixtures)
+from testkit import bundled, corpus, one_thread  # noqa: F401  (fixtures)
 
 TINY = dict(preset="tiny", max_len=32, batch_size=8, vocab_size=300, seed=0, device="cpu", progress=False)
 RUN = dict(TINY, steps=4, save_every=2, log_every=1)       # checkpoints at steps 2 and 4
@@ -198,7 +198,7 @@ def modes(folder: Path) -> dict[str, int]:
 
 @pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
 def test_every_file_of_a_save_follows_the_umask(umask, tmp_path):
-    model, tok = bertlab.load("bertlab-tiny", device="cpu")
+    model, tok = bundled("bertlab-tiny")
     old = os.umask(umask)
     try:
         bertlab.save(model, tok, tmp_path / "ckpt")
@@ -227,7 +227,9 @@ IMPOSSIBLE = [
     ("clip", float("nan"), "--clip nan"),
     ("weight_decay", -0.01, "--weight-decay -0.01 (weight_decay=-0.01) is out of range: it must be a finite "
                             "number ≥ 0"),
-    ("warmup_steps", -5, "--warmup-steps -5 (warmup_steps=-5) is out of range: it must be a whole number ≥ 0"),
+    ("warmup", -0.5, "--warmup -0.5 (warmup=-0.5) is out of range: it must be a finite number in [0, 1)"),
+    ("warmup", 1.0, "--warmup 1.0"),
+    ("layers", 0, "--layers 0 (layers=0) is out of range: it must be a whole number ≥ 1"),
     ("lr", float("inf"), "--lr inf (lr=inf) is out of range: it must be a finite number > 0"),
     ("lr", float("nan"), "--lr nan"),
     ("lr", "1e-3", "--lr '1e-3' (lr='1e-3'): must be a finite number > 0"),
@@ -326,7 +328,7 @@ def test_a_diverging_run_from_the_command_line_is_one_line(corpus, tmp_path, mon
 def test_a_huge_learning_rate_is_caught_by_the_finite_check_not_saved(corpus, tmp_path):
     """No mock: lr 1e12 makes the weights overflow within a few steps, and the run stops instead of saving them."""
     with pytest.raises(FloatingPointError, match="no longer a finite number"):
-        pretrain(corpus, tmp_path / "run", **{**RUN, "steps": 30, "lr": 1e12, "warmup_steps": 0, "clip": 1e30})
+        pretrain(corpus, tmp_path / "run", **{**RUN, "steps": 30, "lr": 1e12, "warmup": 0, "clip": 1e30})
     assert not (tmp_path / "run" / "model.safetensors").exists()
 
 
@@ -384,7 +386,7 @@ def test_a_full_disk_while_logging_names_the_log(corpus, tmp_path, monkeypatch, 
 
 
 def test_a_full_disk_during_save_names_the_file_and_keeps_the_previous_save(tmp_path, monkeypatch):
-    model, tok = bertlab.load("bertlab-tiny", device="cpu")
+    model, tok = bundled("bertlab-tiny")
     bertlab.save(model, tok, tmp_path / "ckpt")
     before = {p.name: p.read_bytes() for p in (tmp_path / "ckpt").iterdir()}
     monkeypatch.setattr("bertlab.checkpoint.save_file", enospc)
@@ -421,7 +423,7 @@ def test_a_read_only_file_system_is_a_permission_error_naming_out(tmp_path, monk
 # ---- item 6: the leftovers of killed saves and runs ---------------------------------------------------------
 
 def test_the_temporary_folder_of_a_killed_save_is_removed_by_the_next_save(tmp_path):
-    model, tok = bertlab.load("bertlab-tiny", device="cpu")
+    model, tok = bundled("bertlab-tiny")
     ckpt = tmp_path / "ckpt"
     bertlab.save(model, tok, ckpt)
     dead = _dead_pid()

@@ -1,14 +1,14 @@
-"""The course as the book shows it: the lessons, their map (prerequisites, minutes, core or optional) and
-their exercises, read from what exists when the book is built.
+"""The book's table of contents: the lessons, their map (prerequisites, minutes, core or optional) and their
+exercises, read from what exists when the book is built.
 
 Nothing here is a second copy of the course: every fact comes from the notebooks or the README, so a lesson
 added, renamed or re-timed by its author appears correctly in the next build without touching this file.
 Where a fact is written, in order of precedence:
 
-- a notebook's own metadata, `metadata["bertlab"]` with `prerequisites`, `minutes`, `path` ("core" or
-  "optional") — for authors who prefer data to prose;
-- the notebook's opening cells: `Prerequisites: 04 (masked LM), 05 …` (bold or not) and `**Time:** about 25
-  minutes …` (the first number before "min" is the reading time);
+- a notebook's own metadata, `metadata["bertlab"]`, as bertlab/course/lessons.py reads it (prerequisites,
+  read minutes, path): bertlab's lessons all have it, and their README table and openings are written from it;
+- for another course's notebooks without it, the notebook's opening cells: `Prerequisites: 04 (masked LM),
+  05 …` (bold or not) and `**Time:** about 25 minutes …` (the first number before "min" is the reading time);
 - the README: a "Start here" section naming the core path and the optional notebooks by number, in prose or
   in a table whose "read" column gives each lesson's minutes (these win over the notebook's: they are the
   map's), and the notebook table (`| \\`04_masked_lm\\` | what you see | widget |`), whose middle column is the
@@ -52,6 +52,7 @@ class Lesson:
     path_kind: str | None = None                             # "core", "optional" or None (not said anywhere)
     exercises: list[Exercise] = field(default_factory=list)
     widgets: list[str] = field(default_factory=list)         # bertlab widget classes the lesson builds
+    from_metadata: bool = False                              # its facts come from metadata["bertlab"]
 
     @property
     def page(self) -> str:
@@ -201,23 +202,27 @@ def read_lesson(path: Path, nb) -> Lesson:
                 lesson.summary = _first_sentence(_plain(p), 300)
                 break
 
-    meta = _metadata(path, nb)
-    pre = re.search(r"\bPrerequisites?\b:?(?:\*\*)?:?\s*(.+?)(?:\*\*|\n\s*\n|$)", opening, re.S | re.I)
-    if "prerequisites" in meta:
-        lesson.prerequisites = [f"{int(x):02d}" if str(x).isdigit() else str(x) for x in meta["prerequisites"]]
-    elif pre:
-        said = pre.group(1)
-        lesson.prerequisites = [] if re.match(r"\s*(none|nothing)", said, re.I) else \
-            sorted(set(lesson_numbers(said)) - {number})
-    time = re.search(r"\bTime\b:?(?:\*\*)?:?\s*(.+?)(?:\*\*|\n\s*\n|$)", opening, re.S)
-    if "minutes" in meta:
-        lesson.minutes = int(meta["minutes"])
-    elif time:
-        mins = re.search(r"(\d+)\s*(?:-|–|to)?\s*(?:\d+\s*)?min", time.group(1))
-        if mins:
-            lesson.minutes = int(mins.group(1))
-    if meta.get("path") in ("core", "optional"):
-        lesson.path_kind = meta["path"]
+    if isinstance(nb.metadata.get("bertlab"), dict):
+        # bertlab's own lessons: the facts as their metadata states them (bertlab/course/lessons.py), no scraping
+        from ..course.lessons import read as read_facts
+
+        facts = read_facts(path, nb)
+        lesson.prerequisites = [p["lesson"] for p in facts.prerequisites]
+        lesson.minutes = facts.read_minutes
+        lesson.path_kind = facts.path if facts.path in ("core", "optional") else None
+        lesson.from_metadata = True
+    else:
+        # another course's notebooks without that metadata: what their opening cells say
+        pre = re.search(r"\bPrerequisites?\b:?(?:\*\*)?:?\s*(.+?)(?:\*\*|\n\s*\n|$)", opening, re.S | re.I)
+        if pre:
+            said = pre.group(1)
+            lesson.prerequisites = [] if re.match(r"\s*(none|nothing)", said, re.I) else \
+                sorted(set(lesson_numbers(said)) - {number})
+        time = re.search(r"\bTime\b:?(?:\*\*)?:?\s*(.+?)(?:\*\*|\n\s*\n|$)", opening, re.S)
+        if time:
+            mins = re.search(r"(\d+)\s*(?:-|–|to)?\s*(?:\d+\s*)?min", time.group(1))
+            if mins:
+                lesson.minutes = int(mins.group(1))
 
     lesson.exercises = read_exercises(number, exercise_area(nb.cells), code)
     lesson.widgets = sorted(set(re.findall(r"\b([A-Z][A-Za-z]+(?:Explorer|Playground|Lab|Ablation|Pairs|Search|"
@@ -351,7 +356,7 @@ def course_map(lessons: list[Lesson], readme: Path | None) -> list[Lesson]:
     """The lessons with the README's facts filled in where the notebooks do not say them."""
     paths, table, minutes = read_start_here(readme), read_readme_table(readme), read_start_here_minutes(readme)
     for lesson in lessons:
-        if lesson.number in minutes:               # the map's own minutes, where the README gives them
+        if lesson.number in minutes and not lesson.from_metadata:   # the README's, where no metadata says them
             lesson.minutes = minutes[lesson.number]
         if lesson.path_kind is None and lesson.number in paths:
             lesson.path_kind = paths[lesson.number]
