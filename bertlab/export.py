@@ -42,6 +42,7 @@ import logging
 import os
 import shutil
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -271,7 +272,11 @@ def export_onnx(model, tokenizer, out, dtype: str = "fp32", *, name: str | None 
     weights = {"file": WEIGHTS_FILE, "dtype": "float16", "as": WEIGHTS_AS} if dtype == "fp16" else None
     with tempfile.TemporaryDirectory(prefix="bertlab-onnx-") as tmp:
         path = Path(tmp) / MODEL_FILE
-        with torch.no_grad():
+        # the TorchScript exporter on purpose (it needs only `onnx`; torch.export's would add onnxscript): its
+        # "legacy exporter" notice is torch's, about a choice made here, so it is not passed on to the caller
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="You are using the legacy TorchScript-based ONNX export",
+                                    category=DeprecationWarning)
             torch.onnx.export(graph, feeds, str(path), dynamo=False, opset_version=OPSET,
                               input_names=list(INPUTS), output_names=outputs,
                               dynamic_axes=dynamic, do_constant_folding=True)

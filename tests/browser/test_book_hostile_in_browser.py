@@ -19,7 +19,7 @@ from hostile_book import ATTACKS, make_hostile_course
 from browser.test_book_in_browser import Visit, _Quiet
 from browser.test_notebooks_in_browser import CHROMIUM, CHROMIUM_ARGS
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

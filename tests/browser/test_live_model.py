@@ -29,7 +29,7 @@ import torch
 
 from browser.test_notebooks_in_browser import CHROMIUM, CHROMIUM_ARGS, VIEWPORT
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 pytest.importorskip("onnx", reason="the in-page model is exported with torch's ONNX exporter: pip install onnx")
 
 REPO = Path(__file__).resolve().parents[2]
