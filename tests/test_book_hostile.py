@@ -209,9 +209,18 @@ def _metadata(field, value):
     def make(course):
         path = course / "notebooks" / "00_one.ipynb"
         nb = nbformat.read(path, as_version=4)
-        nb.metadata["bertlab"] = {field: value}
+        # a lesson's whole metadata (as bertlab/course/lessons.py reads it) with one field spoiled
+        good = nbformat.read(Path(__file__).parents[1] / "notebooks" / "02_input_embeddings.ipynb", as_version=4)
+        nb.metadata["bertlab"] = dict(good.metadata["bertlab"], **{field: value})
         nbformat.write(nb, path)
     return make
+
+
+def _partial_metadata(course):
+    path = course / "notebooks" / "00_one.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["bertlab"] = {"minutes": 5}
+    nbformat.write(nb, path)
 
 
 def _huge(course):
@@ -221,9 +230,10 @@ def _huge(course):
 
 
 BAD_COURSES = {
-    "minutes not a number": (_metadata("minutes", "abc"), "bertlab.minutes must be a whole number"),
-    "prerequisites not a list": (_metadata("prerequisites", 5), "bertlab.prerequisites must be a list"),
-    "path not core or optional": (_metadata("path", "<b>"), "bertlab.path must be"),
+    "minutes not a number": (_metadata("read_minutes", "abc"), '"bertlab"].read_minutes must be a whole number'),
+    "prerequisites not a list": (_metadata("prerequisites", 5), '"bertlab"].prerequisites must be a list'),
+    "path not core or optional": (_metadata("path", "<b>"), "path is '<b>', not one of core, optional"),
+    "metadata that is not complete": (_partial_metadata, '"bertlab"] lacks title'),
     "README not UTF-8": (lambda c: (c / "README.md").write_bytes(b"# x\n\xff"), "README.md is not UTF-8"),
     "glossary not UTF-8": (lambda c: ((c / "docs").mkdir(), (c / "docs" / "glossary.md").write_bytes(b"\xff")),
                            "glossary.md is not UTF-8"),

@@ -82,12 +82,38 @@ def read(path: Path, nb: dict | None = None) -> Lesson:
         raise ValueError(f"{path.name}'s metadata[\"bertlab\"] lacks {', '.join(missing)}")
     if meta["path"] not in PATHS:
         raise ValueError(f"{path.name}: path is {meta['path']!r}, not one of {', '.join(PATHS)}")
+    _check_fields(path.name, meta)
     markdown = "\n".join(c["source"] for c in _cells(nb) if c["cell_type"] == "markdown")
     tags = _TAG.findall(markdown)
     return Lesson(slug=path.stem, title=meta["title"], path=meta["path"], prerequisites=list(meta["prerequisites"]),
                   run=dict(meta["run"]), read_minutes=int(meta["read_minutes"]), outcomes=meta["outcomes"],
                   also=meta.get("also", ""), note=meta.get("note", ""),
                   exercise_minutes=sum(int(m) for _, m in tags), exercises=[i for i, _ in tags])
+
+
+def _check_fields(name: str, meta: dict) -> None:
+    """Each fact of `metadata["bertlab"]` of the type the generated pages need: a one-line error naming the
+    notebook and the field (a notebook someone else wrote reaches the book and the README through here)."""
+    def bad(field, what):
+        raise ValueError(f"{name}: metadata[\"bertlab\"].{field} must be {what}, not {meta[field]!r:.60}")
+    for field in ("title", "outcomes"):
+        if not isinstance(meta[field], str) or not meta[field].strip():
+            bad(field, "a non-empty string")
+    for field in ("also", "note"):
+        if field in meta and not isinstance(meta[field], str):
+            bad(field, "a string")
+    if isinstance(meta["read_minutes"], bool) or not isinstance(meta["read_minutes"], int) \
+            or not 0 <= meta["read_minutes"] <= 10_000:
+        bad("read_minutes", "a whole number of minutes")
+    pre = meta["prerequisites"]
+    if not isinstance(pre, list) or not all(
+            isinstance(p, dict) and isinstance(p.get("lesson"), str) and isinstance(p.get("for", ""), str)
+            for p in pre):
+        bad("prerequisites", 'a list of {"lesson": "04", "for": "why"} objects')
+    run = meta["run"]
+    if not isinstance(run, dict) or not all(isinstance(run.get(k, 0), (int, float)) and not isinstance(
+            run.get(k, 0), bool) for k in ("wall_s", "cpu_s")) or "wall_s" not in run:
+        bad("run", 'an object with wall_s (and cpu_s) in seconds')
 
 
 def lessons(folder: Path = NOTEBOOKS) -> list[Lesson]:
