@@ -42,6 +42,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +57,7 @@ from .tokenizer import Tokenizer
 __all__ = ["export_onnx", "OnnxExport", "DTYPES", "MANIFEST"]
 
 logger = logging.getLogger(__name__)
+_EXPORTING = threading.Lock()
 
 DTYPES = ("fp32", "fp16")
 MANIFEST = "bertlab-model.json"
@@ -293,7 +295,7 @@ def export_onnx(model, tokenizer, out, dtype: str = "fp32", *, name: str | None 
     weights = {"file": WEIGHTS_FILE, "dtype": "float16", "as": WEIGHTS_AS} if dtype == "fp16" else None
     with tempfile.TemporaryDirectory(prefix="bertlab-onnx-") as tmp:
         path = Path(tmp) / MODEL_FILE
-        with torch.no_grad():
+        with _EXPORTING, torch.no_grad():        # torch's exporter keeps global state: one export at a time
             torch.onnx.export(graph, feeds, str(path), dynamo=False, opset_version=OPSET,
                               input_names=list(INPUTS), output_names=outputs,
                               dynamic_axes=dynamic, do_constant_folding=True)

@@ -161,6 +161,9 @@ def test_a_nan_model_a_bad_count_and_a_bad_path_are_refused(tiny, tmp_path):
             d.lens_tokens(n)
     with pytest.raises(ValueError, match="path must be a file path"):
         d.save(None)
+    (tmp_path / "plain").write_text("x")
+    with pytest.raises(FileNotFoundError, match="plain is not a folder"):
+        d.save(tmp_path / "plain" / "d.json")
 
 
 def test_files_with_nan_one_name_or_no_heads_are_refused(tiny, tmp_path):

@@ -299,3 +299,19 @@ def test_the_command_says_a_bad_folder_before_it_loads_the_model(tmp_path, capsy
     assert main(["export", "--onnx", str(tmp_path / "f" / "sub"), "--model", "bertlab-tiny"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("bertlab export: error:") and "is a file" in err and err.count("\n") == 1
+
+
+def test_two_threads_exporting_at_once_both_finish(tiny, tmp_path):
+    import threading
+    model, tokenizer = tiny
+    errors = []
+
+    def export(name):
+        try:
+            export_onnx(model, tokenizer, tmp_path / name)
+        except Exception as e:                       # torch's exporter keeps global state: a second one raised
+            errors.append(e)
+    threads = [threading.Thread(target=export, args=(name,)) for name in ("a", "b")]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert not errors and (tmp_path / "a" / "model.onnx").is_file() and (tmp_path / "b" / "model.onnx").is_file()

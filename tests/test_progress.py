@@ -341,3 +341,18 @@ def test_update_takes_only_an_exercise_or_quiz_id_and_a_verdict(pfile):
     assert not pfile.exists()
     P.record("04.1", 1)                                   # check's verdicts of any truthiness are kept as bools
     assert P.load()["items"]["04.1"]["right"] is True
+
+
+def test_a_version_or_streak_of_the_wrong_type_and_a_parent_that_is_a_file_are_named(pfile, tmp_path, monkeypatch):
+    pfile.parent.mkdir(parents=True)
+    pfile.write_text(json.dumps({"format": P.FORMAT, "version": "1", "items": {}}))
+    with pytest.raises(P.ProgressFileError, match="damaged \\(its \"version\" is '1'"):
+        bertlab.progress()
+    # a streak or a last try this version never writes: the exercise is simply due again, never a traceback
+    pfile.write_text(json.dumps({"format": P.FORMAT, "version": 1, "items": {
+        "04.1": {"tries": 1, "right": True, "streak": "x", "last_try": 5},
+        "04.2": {"tries": 1, "right": False, "streak": 0, "last_try": "2026-11-27T09:00:00Z"}}}))
+    assert set(review.plan(today=date(2026, 11, 27)).exercises) == {"04.1", "04.2"}
+    (tmp_path / "plain").write_text("x")
+    with pytest.raises(P.ProgressFileError, match="cannot be written: .*plain is a file, not a folder"):
+        P.update("04.1", True, path=tmp_path / "plain" / "deeper" / "progress.json")

@@ -388,3 +388,9 @@ def test_steer_takes_any_number_and_says_when_a_value_is_too_large(tiny, sae):
         steer(model, tok, sae, "word " * 2000 + "[MASK]", 3, 2.0)
     assert "cut off" in str(cut.value) and len(str(cut.value)) < 300      # the text is not quoted whole
     assert no_hooks_anywhere(model)
+
+
+def test_save_under_a_file_is_named_in_words(sae, tmp_path):
+    (tmp_path / "plain").write_text("x")
+    with pytest.raises(FileNotFoundError, match="plain is not a folder"):
+        sae.save(tmp_path / "plain" / "sae.safetensors")

@@ -87,7 +87,10 @@ def load(path: Path | None = None) -> dict:
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("items"), dict):
         raise ProgressFileError(f"{path} is not a bertlab progress file (no \"format\": \"{FORMAT}\" in it; "
                                 f"another program's?): {fix}")
-    if not isinstance(data.get("version"), int) or data["version"] > VERSION:
+    if isinstance(data.get("version"), bool) or not isinstance(data.get("version"), int):
+        raise ProgressFileError(f"{path} is damaged (its \"version\" is {data.get('version')!r}, not a whole number): "
+                                f"{fix}")
+    if data["version"] > VERSION:
         raise ProgressFileError(f"{path} was written by a newer bertlab (progress format version "
                                 f"{data.get('version')!r}, this one reads {VERSION}): upgrade bertlab; {fix}")
     for key, item in list(data["items"].items()):
@@ -128,6 +131,10 @@ def update(item: str, right: bool, path: Path | None = None, when: str | None = 
     if not isinstance(right, bool):
         raise ValueError(f"right must be True or False (was the answer right?), got {right!r}")
     path = progress_path() if path is None else Path(path)
+    above = next((p for p in path.parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        raise ProgressFileError(f"{path} cannot be written: {above} is a file, not a folder; set "
+                                "BERTLAB_PROGRESS to a path in a folder")
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(path):
         data = load(path)

@@ -91,6 +91,9 @@ class ModelDiff:
         if not isinstance(path, (str, os.PathLike)) or not str(path):
             raise ValueError(f"path must be a file path (str or Path), got {path!r}")
         path = Path(path)
+        if not path.parent.is_dir():         # before the link check, whose lstat would raise a bare errno here
+            raise FileNotFoundError(f"{path.parent} is not a folder, so {path.name} cannot be written there: create "
+                                    "the folder first, or pass a path in an existing one")
         files.refuse_link(path, "a model-diff file")
         files.replace_text(path, json.dumps(self.to_json(), ensure_ascii=False, indent=1) + "\n")
         return path

@@ -149,10 +149,10 @@ class SparseAutoencoder(nn.Module):
         if not isinstance(path, (str, os.PathLike)) or not str(path):
             raise ValueError(f"path must be a file path (str or Path), got {path!r}")
         path = Path(path)
-        files.refuse_link(path, "an autoencoder file")
-        if not path.parent.is_dir():
+        if not path.parent.is_dir():         # before the link check, whose lstat would raise a bare errno here
             raise FileNotFoundError(f"{path.parent} is not a folder, so {path.name} cannot be written there: create "
                                     "the folder first, or pass a path in an existing one")
+        files.refuse_link(path, "an autoencoder file")
         meta = {"format": FORMAT, "d_model": str(self.d_model), "width": str(self.width), "k": str(self.k),
                 "layer": str(self.layer)}
         tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
