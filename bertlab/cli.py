@@ -222,9 +222,10 @@ def main(argv=None) -> int:
         return lab_main(args.dir, no_browser=args.no_browser, port=args.port, solutions=args.solutions)
     if args.command == "export":
         from .checkpoint import load
-        from .export import export_onnx
+        from .export import _prepare_dir, export_onnx
 
         try:
+            _prepare_dir(args.onnx)                 # a bad DIR is said before the model loads, not after
             model, tokenizer = load(args.model, device="cpu")
             result = export_onnx(model, tokenizer, args.onnx, args.dtype, name=args.model)
         # a model without an MLM head, a folder that is a file, a link or someone's: one line

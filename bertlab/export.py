@@ -42,6 +42,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,7 @@ from .tokenizer import Tokenizer
 __all__ = ["export_onnx", "OnnxExport", "DTYPES", "MANIFEST"]
 
 logger = logging.getLogger(__name__)
+_EXPORTING = threading.Lock()
 
 DTYPES = ("fp32", "fp16")
 MANIFEST = "bertlab-model.json"
@@ -66,6 +68,7 @@ WEIGHTS_AS = "weights.bin"       # the name the graph gives them (as float32), w
 OPSET = 17
 CHECK_TEXT = ("a sentence the export was not traced with , [MASK] and all .", "the second one checks the pair .")
 INPUTS = ("input_ids", "token_type_ids", "positions", "lens_positions")
+EXPORT_FILES = (MODEL_FILE, WEIGHTS_FILE, "tokenizer.json", MANIFEST)   # what an export writes, and replaces
 OUTPUTS = ("mlm_logits", "lens_logits", "nsp_logits", "attentions", "hidden_states", "token", "segment", "position")
 
 
@@ -150,7 +153,24 @@ def _prepare_dir(out) -> Path:
         for e in entries:
             if e.is_symlink() or not e.is_file():
                 raise FileExistsError(f"{e} is not a plain file: {out} holds more than an export; pass a new folder")
+            # the export replaces only what an export writes: a file of the user's beside it is never deleted
+            if e.name not in EXPORT_FILES:
+                raise FileExistsError(f"{e} was not written by an export: {out} holds more than an export, and "
+                                      "replacing the export would delete it; move it away or pass a new folder")
+    else:
+        above = next((p for p in out.parents if p.exists()), None)
+        if above is not None and not above.is_dir():
+            raise NotADirectoryError(f"{above} is a file, so no folder {out} can be made under it: pass a folder "
+                                     "path whose parents are folders")
     return out
+
+
+def _check_finite(model) -> None:
+    """A weight that is nan or ±inf would be written into the file and make every page that uses it show nan."""
+    for name, p in model.named_parameters():
+        if p.is_floating_point() and not bool(torch.isfinite(p).all()):
+            raise ValueError(f"the model's weight {name} holds nan or inf: such a model computes nan, so it is not "
+                             "exported; load or train it again")
 
 
 def _to_fp16(model_path: Path, weights_path: Path) -> None:
@@ -258,6 +278,10 @@ def export_onnx(model, tokenizer, out, dtype: str = "fp32", *, name: str | None 
                          f"{model.config.vocab_size}: pass the model's own tokenizer")
     if not isinstance(dtype, str) or dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if name is not None and not isinstance(name, str):
+        raise ValueError(f"name must be a str (what the manifest calls the model, e.g. 'bertlab-mini') or None, "
+                         f"got {type(name).__name__}")
+    _check_finite(model)
     out = _prepare_dir(out)
 
     # a float32 CPU copy in eval mode: the caller's model keeps its device, dtype and training mode
@@ -274,7 +298,8 @@ def export_onnx(model, tokenizer, out, dtype: str = "fp32", *, name: str | None 
         path = Path(tmp) / MODEL_FILE
         # the TorchScript exporter on purpose (it needs only `onnx`; torch.export's would add onnxscript): its
         # "legacy exporter" notice is torch's, about a choice made here, so it is not passed on to the caller
-        with torch.no_grad(), warnings.catch_warnings():
+        # torch's exporter keeps global state: one export at a time (_EXPORTING)
+        with _EXPORTING, torch.no_grad(), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="You are using the legacy TorchScript-based ONNX export",
                                     category=DeprecationWarning)
             torch.onnx.export(graph, feeds, str(path), dynamo=False, opset_version=OPSET,
@@ -315,8 +340,14 @@ def read_manifest(folder) -> dict:
     """The manifest of an export folder, or a ValueError saying what is missing."""
     path = Path(folder) / MANIFEST
     try:
-        return json.loads(files.read_text(path, "the export's manifest"))
+        data = json.loads(files.read_text(path, "the export's manifest"))
     except FileNotFoundError as e:
         raise ValueError(f"{folder} holds no bertlab ONNX export ({MANIFEST} is missing): run bertlab export "
                          "--onnx DIR first") from e
+    except ValueError as e:        # not JSON, or not UTF-8
+        raise ValueError(f"{path} is damaged (not JSON: {e}): export again with bertlab export --onnx DIR") from None
+    if not isinstance(data, dict) or not str(data.get("format", "")).startswith("bertlab-onnx/"):
+        raise ValueError(f"{path} is not a bertlab ONNX manifest (no \"format\": \"bertlab-onnx/1\" in it): export "
+                         "again with bertlab export --onnx DIR")
+    return data
 

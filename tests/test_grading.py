@@ -171,3 +171,17 @@ def test_nbgrader_grades_the_solutions_right_and_the_known_wrong_answers_wrong(t
     for e in exs:
         _, words = getattr(module, "wrong_" + e.id.replace(".", "_"))()[0]
         assert f"{e.id} not yet" in tracebacks and words.lower() in tracebacks.lower()   # the check's diagnosis
+
+
+def test_a_pack_that_fails_to_load_is_named_in_one_line(tmp_path, capsys):
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    for source, needle in (("raise RuntimeError('boom')\n", "RuntimeError: boom"),
+                           ("def (:\n", "nb04.py, line 1 cannot be loaded \\(SyntaxError")):
+        (pack / "nb04.py").write_text(source)
+        with pytest.raises(ValueError, match=needle):
+            grading.export_assignments(tmp_path / "a", ["04"], solutions=pack)
+        assert cli_main(["assign", str(tmp_path / "a"), "--notebooks", "04", "--solutions", str(pack)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("bertlab assign: error:") and err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "a").exists()

@@ -112,3 +112,30 @@ def test_requests_it_must_refuse(tiny, atlas):
     with pytest.raises(ValueError, match="atlas_figure takes a HeadAtlas"):
         atlas_figure({"share": {}})
     assert isinstance(atlas, HeadAtlas)
+
+
+# ---- the adversarial round: what a hostile user tried -----------------------------------------------------
+
+def test_counts_are_checked_and_nearest_never_lists_the_head_itself(atlas):
+    L, H = atlas.shape
+    for bad in (0, -3, "2", 2.5, True):
+        with pytest.raises(ValueError, match="n must be an int of at least 1"):
+            atlas.nearest(0, 0, n=bad)
+        with pytest.raises(ValueError, match="n must be an int of at least 1"):
+            atlas.top("previous", n=bad)
+    everyone = atlas.nearest(0, 0, n=10**6)
+    assert len(everyone) == L * H - 1 and (0, 0) not in [(l, h) for l, h, _ in everyone]
+    assert all(d == d and d != float("inf") for _, _, d in everyone)
+    with pytest.raises(ValueError, match="need tags="):
+        atlas.top("det → noun")
+    with pytest.raises(ValueError, match="no measure"):
+        atlas.top(["previous"])
+
+
+def test_a_model_that_computes_nan_is_named(tiny):
+    model, tok = tiny
+    broken = copy.deepcopy(model)
+    with torch.no_grad():
+        broken.bert.encoder.layer[0].output.LayerNorm.weight[0] = float("nan")
+    with pytest.raises(ValueError, match="texts\\[0\\] is nan or inf"):
+        bertlab.head_atlas(broken, tok, TEXTS[:2])

@@ -5,6 +5,7 @@ the comparisons it must refuse."""
 from __future__ import annotations
 
 import copy
+import json
 import os
 
 import pytest
@@ -143,3 +144,34 @@ def test_the_figure_draws_a_diff_and_refuses_anything_else(tiny):
     assert list(fig.data[1].y) == d.residual.tolist()
     with pytest.raises(ValueError, match="takes a ModelDiff"):
         diff_figure(d.to_json())
+
+
+# ---- the adversarial round: what a hostile user tried -----------------------------------------------------
+
+def test_a_nan_model_a_bad_count_and_a_bad_path_are_refused(tiny, tmp_path):
+    model, tok = tiny
+    broken = copy.deepcopy(model)
+    with torch.no_grad():
+        broken.bert.encoder.layer[0].output.LayerNorm.weight[0] = float("nan")
+    with pytest.raises(ValueError, match="nan or inf"):
+        bertlab.diff(model.bert, broken.bert, tok, TEXTS)          # no lens: the attention and residual say it
+    d = bertlab.diff(model, copy.deepcopy(model), tok, TEXTS[:2])
+    for n in (0, -1, "3", True):
+        with pytest.raises(ValueError, match="n must be an int of at least 1"):
+            d.lens_tokens(n)
+    with pytest.raises(ValueError, match="path must be a file path"):
+        d.save(None)
+    (tmp_path / "plain").write_text("x")
+    with pytest.raises(FileNotFoundError, match="plain is not a folder"):
+        d.save(tmp_path / "plain" / "d.json")
+
+
+def test_files_with_nan_one_name_or_no_heads_are_refused(tiny, tmp_path):
+    model, tok = tiny
+    good = bertlab.diff(model, copy.deepcopy(model), tok, TEXTS[:2]).to_json()
+    for change, needle in (({"names": ["a"]}, "names must be two"), ({"attention": [[], []], "residual": [0, 0, 0]},
+                                                                      "holds no head"),
+                           ({"residual": [float("nan")] * len(good["residual"])}, "nan or inf")):
+        (tmp_path / "d.json").write_text(json.dumps(good | change))
+        with pytest.raises(ValueError, match=needle):
+            ModelDiff.load(tmp_path / "d.json")

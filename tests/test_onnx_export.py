@@ -250,3 +250,68 @@ def test_the_book_without_onnx_says_what_to_install(monkeypatch, tmp_path):
     with pytest.raises(ImportError, match="pip install 'bertlab\\[book\\]'"):
         inpage.add_to_site(tmp_path)
     assert not os.listdir(tmp_path)
+
+
+# ---- the adversarial round: what a hostile user tried -----------------------------------------------------
+
+def test_a_file_of_the_users_beside_an_earlier_export_is_never_deleted(tiny, tmp_path):
+    model, tokenizer = tiny
+    out = export_onnx(model, tokenizer, tmp_path / "site", "fp16").dir
+    (out / "notes.txt").write_text("my notes")
+    with pytest.raises(FileExistsError, match="notes.txt was not written by an export"):
+        export_onnx(model, tokenizer, out)
+    assert (out / "notes.txt").read_text() == "my notes" and (out / "weights.fp16").is_file()
+    (out / "notes.txt").unlink()
+    export_onnx(model, tokenizer, out)                    # the export's own files alone: replaced, fp16's too
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "model.onnx", "tokenizer.json"]
+
+
+def test_a_folder_under_a_file_a_nan_model_and_a_bad_name_are_refused(tiny, tmp_path):
+    import copy
+    model, tokenizer = tiny
+    (tmp_path / "file.txt").write_text("mine")
+    with pytest.raises(NotADirectoryError, match="file.txt is a file, so no folder"):
+        export_onnx(model, tokenizer, tmp_path / "file.txt" / "deeper" / "out")
+    broken = copy.deepcopy(model)
+    with torch.no_grad():
+        broken.bert.encoder.layer[0].output.LayerNorm.weight[0] = float("nan")
+    with pytest.raises(ValueError, match="LayerNorm.weight holds nan or inf"):
+        export_onnx(broken, tokenizer, tmp_path / "nan")
+    with pytest.raises(ValueError, match="name must be a str"):
+        export_onnx(model, tokenizer, tmp_path / "named", name=123)
+    assert not (tmp_path / "nan").exists() and not (tmp_path / "named").exists()
+
+
+def test_a_damaged_manifest_is_named(tmp_path):
+    from bertlab.export import read_manifest
+    (tmp_path / MANIFEST).write_text("{not json")
+    with pytest.raises(ValueError, match="is damaged \\(not JSON"):
+        session(tmp_path)
+    (tmp_path / MANIFEST).write_text("[1, 2]")
+    with pytest.raises(ValueError, match="not a bertlab ONNX manifest"):
+        read_manifest(tmp_path)
+
+
+def test_the_command_says_a_bad_folder_before_it_loads_the_model(tmp_path, capsys, monkeypatch):
+    import bertlab.checkpoint
+    monkeypatch.setattr(bertlab.checkpoint, "load", lambda *a, **k: pytest.fail("loaded before checking DIR"))
+    (tmp_path / "f").write_text("x")
+    assert main(["export", "--onnx", str(tmp_path / "f" / "sub"), "--model", "bertlab-tiny"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bertlab export: error:") and "is a file" in err and err.count("\n") == 1
+
+
+def test_two_threads_exporting_at_once_both_finish(tiny, tmp_path):
+    import threading
+    model, tokenizer = tiny
+    errors = []
+
+    def export(name):
+        try:
+            export_onnx(model, tokenizer, tmp_path / name)
+        except Exception as e:                       # torch's exporter keeps global state: a second one raised
+            errors.append(e)
+    threads = [threading.Thread(target=export, args=(name,)) for name in ("a", "b")]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert not errors and (tmp_path / "a" / "model.onnx").is_file() and (tmp_path / "b" / "model.onnx").is_file()

@@ -65,8 +65,8 @@ def test_the_file_goes_in_the_users_data_folder_unless_told(monkeypatch, tmp_pat
 def test_unknown_notebooks_and_wrong_types_say_what_exists(pfile):
     with pytest.raises(ValueError, match="no notebook '99'.*00, 01"):
         bertlab.progress("99")
-    with pytest.raises(ValueError, match="no notebook 13"):
-        bertlab.progress(13)
+    with pytest.raises(ValueError, match="no notebook 14"):     # 13 has checkable exercises since issue 31
+        bertlab.progress(14)
     with pytest.raises(TypeError, match="'04' or 4"):
         bertlab.progress(4.0)
     with pytest.raises(TypeError, match="'04' or 4"):
@@ -311,3 +311,48 @@ def test_entries_this_version_does_not_know_are_kept_not_shown(pfile):
     items = json.loads(pfile.read_text())["items"]
     assert set(items) == {"77.1", "04.q9", "00.4"} and items["77.1"]["tries"] == 2     # nothing dropped
     assert review.plan(today=TODAY).studied == ("00", "04")                   # 04.q9: a lesson worked on
+
+
+# ---- the adversarial round: what a hostile user tried -----------------------------------------------------
+
+def test_an_empty_notebook_name_is_no_notebook(pfile):
+    for bad in ("", "  ", "０４"):
+        with pytest.raises(ValueError, match="there is no notebook"):
+            bertlab.progress(bad)
+    assert "04" in str(bertlab.progress(" 4 "))
+
+
+def test_negative_tries_are_damage_and_a_byte_order_mark_is_read(pfile):
+    pfile.parent.mkdir(parents=True)
+    pfile.write_text(json.dumps({"format": P.FORMAT, "version": 1, "items": {"04.1": {"tries": -5, "right": False}}}))
+    with pytest.raises(P.ProgressFileError, match="'04.1' is damaged"):
+        bertlab.progress()
+    pfile.write_text("\ufeff" + json.dumps({"format": P.FORMAT, "version": 1,
+                                            "items": {"04.1": {"tries": 2, "right": True}}}), encoding="utf-8")
+    assert bertlab.progress("04").right() == ["04.1"]
+
+
+def test_update_takes_only_an_exercise_or_quiz_id_and_a_verdict(pfile):
+    for item in (123, "zz", "4.1", "04.q", "04.1\n"):
+        with pytest.raises(ValueError, match="item must be an exercise id"):
+            P.update(item, True)
+    with pytest.raises(ValueError, match="right must be True or False"):
+        P.update("04.1", "no")                            # a non-empty str would have counted as right
+    assert not pfile.exists()
+    P.record("04.1", 1)                                   # check's verdicts of any truthiness are kept as bools
+    assert P.load()["items"]["04.1"]["right"] is True
+
+
+def test_a_version_or_streak_of_the_wrong_type_and_a_parent_that_is_a_file_are_named(pfile, tmp_path, monkeypatch):
+    pfile.parent.mkdir(parents=True)
+    pfile.write_text(json.dumps({"format": P.FORMAT, "version": "1", "items": {}}))
+    with pytest.raises(P.ProgressFileError, match="damaged \\(its \"version\" is '1'"):
+        bertlab.progress()
+    # a streak or a last try this version never writes: the exercise is simply due again, never a traceback
+    pfile.write_text(json.dumps({"format": P.FORMAT, "version": 1, "items": {
+        "04.1": {"tries": 1, "right": True, "streak": "x", "last_try": 5},
+        "04.2": {"tries": 1, "right": False, "streak": 0, "last_try": "2026-11-27T09:00:00Z"}}}))
+    assert set(review.plan(today=date(2026, 11, 27)).exercises) == {"04.1", "04.2"}
+    (tmp_path / "plain").write_text("x")
+    with pytest.raises(P.ProgressFileError, match="cannot be written: .*plain is a file, not a folder"):
+        P.update("04.1", True, path=tmp_path / "plain" / "deeper" / "progress.json")

@@ -322,3 +322,75 @@ def test_the_readme_quotes_the_shipped_card():
                    f"({mini['probe_raw']:.3f} against {mini['probe_features']:.3f} held-out accuracy)",
                    f"at {mini['steps_per_s']:.1f} steps/s"):
         assert quoted in " ".join(readme.split()), f"README.md should say {quoted!r} (from the card)"
+
+
+# ---- the adversarial round: what a hostile user tried -------------------------------------------------
+
+def _edited(sae, tmp_path, name, change=None, **meta):
+    """A copy of `sae`'s file with its tensors changed by `change` and its settings by `meta`."""
+    from safetensors.torch import save_file
+    tensors = {k: v.detach().clone().contiguous() for k, v in sae.state_dict().items()}
+    if change:
+        change(tensors)
+    settings = {"format": FORMAT, "d_model": str(sae.d_model), "width": str(sae.width), "k": str(sae.k),
+                "layer": str(sae.layer)} | meta
+    save_file(tensors, str(tmp_path / name), metadata=settings)
+    return tmp_path / name
+
+
+def test_files_with_nan_integer_weights_or_oversized_settings_are_refused(sae, tmp_path):
+    def nan(t):
+        t["W_dec"][0, 0] = float("nan")
+
+    def integer(t):
+        t["b_enc"] = t["b_enc"].to(torch.int32)
+    with pytest.raises(ValueError, match="W_dec holds nan or inf"):
+        SparseAutoencoder.load(_edited(sae, tmp_path, "nan.safetensors", nan))
+    with pytest.raises(ValueError, match="b_enc holds torch.int32 values"):
+        SparseAutoencoder.load(_edited(sae, tmp_path, "int.safetensors", integer))
+    # settings that would size a 40 GB autoencoder are checked against the tensors before anything is made
+    with pytest.raises(ValueError, match="do not match its decoder"):
+        SparseAutoencoder.load(_edited(sae, tmp_path, "huge.safetensors", d_model="100000", width="100000"))
+
+
+def test_save_says_what_is_wrong_with_the_path(sae, tmp_path):
+    with pytest.raises(ValueError, match="path must be a file path"):
+        sae.save(None)
+    with pytest.raises(FileNotFoundError, match="create the folder first"):
+        sae.save(tmp_path / "missing" / "sae.safetensors")
+    assert not (tmp_path / "missing").exists()
+
+
+def test_nan_is_refused_not_passed_on(tiny, sae):
+    model, tok = tiny
+    with pytest.raises(ValueError, match="hold nan or inf"):
+        sae.encode(torch.full((2, sae.d_model), float("nan")))
+    broken = bertlab.load("bertlab-tiny")[0]
+    with torch.no_grad():
+        broken.bert.encoder.layer[0].output.LayerNorm.weight[0] = float("nan")
+    with pytest.raises(ValueError, match="outputs nan or inf"):
+        bertlab.train_sae(broken, tok, TEXTS, layer=1, width=16, k=2, steps=1)
+    with pytest.raises(ValueError, match="pass texts with words in them"):
+        bertlab.train_sae(model, tok, ["\x00\x01", "\u200b"], layer=1, width=16, k=2, steps=1)
+
+
+def test_steer_takes_any_number_and_says_when_a_value_is_too_large(tiny, sae):
+    import numpy as np
+    model, tok = tiny
+    plain = steer(model, tok, sae, FILL, 3, 2.0)
+    assert steer(model, tok, sae, FILL, np.int64(3), torch.tensor(2.0)) == plain
+    assert steer(model, tok, sae, FILL, torch.tensor(3), np.float32(2.0)) == plain
+    with pytest.raises(ValueError, match="came out nan: the value is too large"):
+        steer(model, tok, sae, FILL, 3, 1e30)
+    with pytest.raises(ValueError, match="feature must be an int"):
+        steer(model, tok, sae, FILL, torch.tensor([3]), 2.0)
+    with pytest.raises(ValueError) as cut:
+        steer(model, tok, sae, "word " * 2000 + "[MASK]", 3, 2.0)
+    assert "cut off" in str(cut.value) and len(str(cut.value)) < 300      # the text is not quoted whole
+    assert no_hooks_anywhere(model)
+
+
+def test_save_under_a_file_is_named_in_words(sae, tmp_path):
+    (tmp_path / "plain").write_text("x")
+    with pytest.raises(FileNotFoundError, match="plain is not a folder"):
+        sae.save(tmp_path / "plain" / "sae.safetensors")

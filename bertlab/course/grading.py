@@ -57,7 +57,12 @@ def instructor_pack(notebook: str, source) -> object:
         raise FileNotFoundError(f"{path} is missing: the instructor pack has no solutions for notebook {notebook}")
     spec = importlib.util.spec_from_file_location(f"bertlab_solutions_nb{notebook}", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:       # a pack of another version, or edited: say which file, not its traceback
+        where = f", line {e.lineno}" if isinstance(e, SyntaxError) and e.lineno else ""
+        raise ValueError(f"{path}{where} cannot be loaded ({type(e).__name__}: {e}): the instructor pack must be "
+                         "bertlab's solutions/ folder of this version, unedited") from e
     return module
 
 

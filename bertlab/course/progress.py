@@ -25,6 +25,7 @@ import contextlib
 import html
 import json
 import os
+import re
 import sys
 import warnings
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ __all__ = ["Progress", "ProgressFileError", "progress", "progress_path", "record
 
 FORMAT = "bertlab-progress"
 VERSION = 1
+ITEM = re.compile(r"\d\d\.q?\d+")   # "04.3" (an exercise) or "04.q2" (a quiz question)
 MAX_BYTES = 8 * 2**20          # a whole course's progress is a few kB; anything this large is not one
 
 
@@ -79,19 +81,23 @@ def load(path: Path | None = None) -> dict:
     except OSError as e:
         raise ProgressFileError(f"{path} cannot be read ({e.strerror or e}): {fix}") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text.removeprefix("\ufeff"))    # a byte-order mark, as some Windows editors save one
     except ValueError as e:
         raise ProgressFileError(f"{path} is not a bertlab progress file (not JSON: {e}): {fix}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("items"), dict):
         raise ProgressFileError(f"{path} is not a bertlab progress file (no \"format\": \"{FORMAT}\" in it; "
                                 f"another program's?): {fix}")
-    if not isinstance(data.get("version"), int) or data["version"] > VERSION:
+    if isinstance(data.get("version"), bool) or not isinstance(data.get("version"), int):
+        raise ProgressFileError(f"{path} is damaged (its \"version\" is {data.get('version')!r}, not a whole number): "
+                                f"{fix}")
+    if data["version"] > VERSION:
         raise ProgressFileError(f"{path} was written by a newer bertlab (progress format version "
                                 f"{data.get('version')!r}, this one reads {VERSION}): upgrade bertlab; {fix}")
     for key, item in list(data["items"].items()):
-        if not (isinstance(item, dict) and isinstance(item.get("tries"), int) and isinstance(item.get("right"), bool)):
-            raise ProgressFileError(f"{path}: the entry for {key!r} is damaged (each entry has \"tries\" and "
-                                    f"\"right\"): {fix}")
+        if not (isinstance(item, dict) and isinstance(item.get("tries"), int) and not isinstance(item["tries"], bool)
+                and item["tries"] >= 0 and isinstance(item.get("right"), bool)):
+            raise ProgressFileError(f"{path}: the entry for {key!r} is damaged (each entry has \"tries\", a count "
+                                    f"of 0 or more, and \"right\", true or false): {fix}")
     return data
 
 
@@ -119,7 +125,16 @@ def _now() -> str:
 
 def update(item: str, right: bool, path: Path | None = None, when: str | None = None) -> dict:
     """Add one attempt at `item` ("04.3" or "04.q2") to the file and return the new entry; raises on a bad file."""
+    if not isinstance(item, str) or not ITEM.fullmatch(item):
+        raise ValueError(f"item must be an exercise id such as '04.3' or a quiz question id such as '04.q2', "
+                         f"got {item!r}")
+    if not isinstance(right, bool):
+        raise ValueError(f"right must be True or False (was the answer right?), got {right!r}")
     path = progress_path() if path is None else Path(path)
+    above = next((p for p in path.parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        raise ProgressFileError(f"{path} cannot be written: {above} is a file, not a folder; set "
+                                "BERTLAB_PROGRESS to a path in a folder")
     path.parent.mkdir(parents=True, exist_ok=True)
     with _locked(path):
         data = load(path)
@@ -159,7 +174,7 @@ def record(item: str, right: bool) -> None:
     if _PAUSED[0]:
         return
     try:
-        update(item, right)
+        update(item, bool(right))
     except (ProgressFileError, LinkRefused, OSError) as e:
         reason = str(e) if isinstance(e, (ProgressFileError, LinkRefused)) else (
             f"{progress_path()} cannot be written ({e.strerror or e}); set BERTLAB_PROGRESS to a file you can write")
@@ -240,7 +255,8 @@ def progress(notebook: str | int | None = None) -> Progress:
     if notebook is not None:
         if isinstance(notebook, bool) or not isinstance(notebook, (str, int)):
             raise TypeError(f"progress takes a notebook such as '04' or 4, got {type(notebook).__name__}")
-        key = f"{notebook:02d}" if isinstance(notebook, int) else notebook.strip().zfill(2)
+        key = f"{notebook:02d}" if isinstance(notebook, int) else notebook.strip()
+        key = key.zfill(2) if key.isascii() and key.isdigit() else key     # "4" is "04"; "" stays "" (no notebook)
         known = sorted({e.notebook for e in exercises()})
         if key not in known:
             raise ValueError(f"there is no notebook {notebook!r} with checkable exercises: they are {', '.join(known)}")

@@ -60,10 +60,11 @@ def _day(stamp: str | None) -> date | None:
 
 def _due(entry: dict, today: date) -> bool:
     """Leitner: wrong last time → due; right → due once its interval has passed."""
-    if not entry.get("right") or not entry.get("streak"):
-        return True
+    streak = entry.get("streak")
+    if not entry.get("right") or isinstance(streak, bool) or not isinstance(streak, int) or streak < 1:
+        return True                        # wrong last time, or a streak this version did not write: practise it
     last = _day(entry.get("last_right"))
-    wait = INTERVALS[min(int(entry["streak"]), len(INTERVALS)) - 1]
+    wait = INTERVALS[min(streak, len(INTERVALS)) - 1]
     return last is None or today >= last + timedelta(days=wait)
 
 
@@ -152,7 +153,7 @@ def plan(exercises_due: int = 3, questions: int = 5, today: date | None = None) 
     known = {e.id for e in exercises()}
     # exercises tried before: wrong last time first (longest ago first), then those whose interval has passed
     tried = [(i, e) for i, e in items.items() if i in known]
-    due = [i for i, e in sorted(tried, key=lambda t: (bool(t[1].get("streak")), t[1].get("last_try", ""), t[0]))
+    due = [i for i, e in sorted(tried, key=lambda t: (bool(t[1].get("streak")), str(t[1].get("last_try", "")), t[0]))
            if _due(e, today)]
     studied = sorted({i.split(".")[0] for i in items if i in known or ".q" in i})
     sources = [nn for nn in (studied or CORE_PATH) if quiz_questions(nn)]

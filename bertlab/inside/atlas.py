@@ -82,18 +82,28 @@ class HeadAtlas:
         """The `n` heads that behave most like (layer, head): (layer, head, distance), closest first."""
         L, H = self.shape
         layer, head = _index(layer, L, "layer"), _index(head, H, "head")
+        _count(n)
         row = self.distance[layer * H + head].clone()
         row[layer * H + head] = float("inf")
-        order = row.argsort()[:n].tolist()
+        order = row.argsort()[:min(n, L * H - 1)].tolist()          # never the head itself
         return [(i // H, i % H, float(row[i])) for i in order]
 
     def top(self, measure: str, n: int = 5) -> list[tuple[int, int, float]]:
         """The `n` heads with the largest share of `measure`: (layer, head, share), largest first."""
-        if measure not in self.share:
-            raise ValueError(f"no measure {measure!r}: choose one of {', '.join(self.share)}")
+        if not isinstance(measure, str) or measure not in self.share:
+            raise ValueError(f"no measure {measure!r}: choose one of {', '.join(self.share)}"
+                             + ("" if all(m in self.share for m in RELATIONS) else
+                                " (the det/noun relations need tags=... when the atlas is made)"))
+        _count(n)
         L, H = self.shape
         flat = self.share[measure].flatten()
         return [(i // H, i % H, float(flat[i])) for i in flat.argsort(descending=True)[:n].tolist()]
+
+
+def _count(n) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an int of at least 1 (how many heads to list), got {n!r}")
+    return n
 
 
 def _index(value, n: int, name: str) -> int:
@@ -184,6 +194,9 @@ def head_atlas(model, tokenizer, texts, tags=None) -> HeadAtlas:
             enc = tokenizer(text, max_length=limit)
             out = bert(**{k: v.to(bert.device) for k, v in enc.to_tensors().items()}, output_attentions=True)
             att = torch.stack(out.attentions)[:, 0].double().cpu()               # (L, H, T, T)
+            if not bool(torch.isfinite(att).all()):
+                raise ValueError(f"the model's attention on texts[{i}] is nan or inf: the model computes nan "
+                                 "(check its weights)")
             T = att.shape[-1]
             idx = torch.arange(T)
             on = lambda cols: att[..., cols].sum(-1).sum(-1)                      # noqa: E731

@@ -75,6 +75,8 @@ class ModelDiff:
 
     def lens_tokens(self, n: int = 10) -> list[str]:
         """The first `n` tokens of the lens (an empty list when there is no lens)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be an int of at least 1 (lens tokens to list), got {n!r}")
         return [t.token for t in (self.lens or [])[:n]]
 
     def to_json(self) -> dict:
@@ -86,7 +88,12 @@ class ModelDiff:
 
     def save(self, path) -> Path:
         """Write the diff as a small JSON file (atomically; a link or a folder there is refused)."""
+        if not isinstance(path, (str, os.PathLike)) or not str(path):
+            raise ValueError(f"path must be a file path (str or Path), got {path!r}")
         path = Path(path)
+        if not path.parent.is_dir():         # before the link check, whose lstat would raise a bare errno here
+            raise FileNotFoundError(f"{path.parent} is not a folder, so {path.name} cannot be written there: create "
+                                    "the folder first, or pass a path in an existing one")
         files.refuse_link(path, "a model-diff file")
         files.replace_text(path, json.dumps(self.to_json(), ensure_ascii=False, indent=1) + "\n")
         return path
@@ -113,6 +120,15 @@ class ModelDiff:
             at_cls = None if at_cls is None else torch.tensor(at_cls, dtype=torch.float32)
             if at_cls is not None and at_cls.shape != res.shape:
                 raise ValueError("residual_cls must have the shape of residual, (layers + 1,)")
+            names = data["names"]
+            if not (isinstance(names, list) and len(names) == 2 and all(isinstance(x, str) and x for x in names)):
+                raise ValueError(f"names must be two non-empty str, got {names!r}")
+            if att.numel() == 0:
+                raise ValueError("attention holds no head")
+            if not all(bool(torch.isfinite(t).all()) for t in (att, res) + (() if at_cls is None else (at_cls,))):
+                raise ValueError("it holds nan or inf, which diff never writes")
+            if lens is not None and not all(math.isfinite(t.score) for t in lens):
+                raise ValueError("a lens score is nan or inf, which diff never writes")
             return cls(att, res, lens, int(data["n_texts"]), int(data["n_tokens"]), tuple(data["names"]), at_cls)
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise ValueError(f"{path} is not a bertlab model-diff file ({e}): write it with ModelDiff.save") from None
@@ -191,6 +207,9 @@ def diff(model_a, model_b, tokenizer, texts, top_k: int = 30, names=("a", "b")) 
     attention = (moved / n).float()
     residual = (dist / norm.clamp_min(1e-12)).float()
     residual_cls = (dist_cls / norm_cls.clamp_min(1e-12)).float()
+    if not all(bool(torch.isfinite(t).all()) for t in (attention, residual, residual_cls)):
+        raise ValueError("the comparison came out nan or inf: one of the models returns inf or nan on these texts "
+                         "(check its weights)")
     lens = None
     if has_mlm_head(model_a):
         delta = (delta / n).float()

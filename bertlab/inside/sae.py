@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
+import operator
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -51,6 +53,25 @@ def _positive_int(name: str, value, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{name} must be an int of at least {minimum}, got {value!r}")
     return value
+
+
+def _as_int(value) -> int | None:
+    """An integer of any kind (int, numpy's, a 0-d integer tensor) as an int; None for anything else (bool too)."""
+    if isinstance(value, bool) or (isinstance(value, torch.Tensor) and (value.dim() or value.is_floating_point())):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def _as_float(value) -> float | None:
+    """A real number of any kind (int, float, numpy's, a 0-d tensor) as a float; None for anything else."""
+    if isinstance(value, bool) or (isinstance(value, torch.Tensor) and value.dim()):
+        return None
+    if isinstance(value, (numbers.Real, torch.Tensor)):
+        return float(value)
+    return None
 
 
 class SparseAutoencoder(nn.Module):
@@ -83,6 +104,9 @@ class SparseAutoencoder(nn.Module):
             shape = tuple(h.shape) if isinstance(h, torch.Tensor) else type(h).__name__
             raise ValueError(f"encode takes floating-point residual vectors of size {self.d_model} in the last "
                              f"dimension, (..., {self.d_model}); got {shape}")
+        if not bool(torch.isfinite(h).all()):
+            raise ValueError("the residual vectors hold nan or inf, so every feature would be nan: the model that "
+                             "produced them computes nan (check its weights), or the tensor was not filled")
 
     def pre_activations(self, h: torch.Tensor) -> torch.Tensor:
         """W_enc (h − b_dec)/scale + b_enc, before ReLU and TopK: (..., width)."""
@@ -109,7 +133,8 @@ class SparseAutoencoder(nn.Module):
         return self.W_dec[:, self.check_feature(feature)].detach()
 
     def check_feature(self, feature) -> int:
-        if isinstance(feature, bool) or not isinstance(feature, int) or not -self.width <= feature < self.width:
+        feature = _as_int(feature)
+        if feature is None or not -self.width <= feature < self.width:
             raise ValueError(f"feature must be an int in 0 … {self.width - 1} (this autoencoder has {self.width} "
                              f"features), got {feature!r}")
         return feature % self.width
@@ -121,15 +146,25 @@ class SparseAutoencoder(nn.Module):
         `dtype=torch.float16` halves the file, for shipping; `load` computes in float32 either way."""
         if dtype not in (torch.float32, torch.float16, torch.bfloat16):
             raise ValueError(f"dtype must be torch.float32, torch.float16 or torch.bfloat16, got {dtype!r}")
+        if not isinstance(path, (str, os.PathLike)) or not str(path):
+            raise ValueError(f"path must be a file path (str or Path), got {path!r}")
         path = Path(path)
+        if not path.parent.is_dir():         # before the link check, whose lstat would raise a bare errno here
+            raise FileNotFoundError(f"{path.parent} is not a folder, so {path.name} cannot be written there: create "
+                                    "the folder first, or pass a path in an existing one")
         files.refuse_link(path, "an autoencoder file")
         meta = {"format": FORMAT, "d_model": str(self.d_model), "width": str(self.width), "k": str(self.k),
                 "layer": str(self.layer)}
         tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        save_file({k: v.detach().to(dtype).contiguous().cpu() for k, v in self.state_dict().items()}, str(tmp),
-                  metadata=meta)
-        os.chmod(tmp, files.umask_mode())     # safetensors writes 0600; a colleague must read it as any file
-        os.replace(tmp, path)
+        try:
+            save_file({k: v.detach().to(dtype).contiguous().cpu() for k, v in self.state_dict().items()}, str(tmp),
+                      metadata=meta)
+            os.chmod(tmp, files.umask_mode())     # safetensors writes 0600; a colleague must read it as any file
+            os.replace(tmp, path)
+        except (SafetensorError, OSError) as e:
+            tmp.unlink(missing_ok=True)
+            raise OSError(f"{path} could not be written ({e}); nothing was written there: free some space or "
+                          "choose a folder you can write") from None
         return path
 
     @classmethod
@@ -150,6 +185,13 @@ class SparseAutoencoder(nn.Module):
         if meta.get("format") != FORMAT:
             raise ValueError(f"{path} is not a bertlab autoencoder file (format {meta.get('format')!r}, expected "
                              f"{FORMAT!r}): write it with sae.save(path) from this version of bertlab")
+        # the settings must describe the tensors before they size anything: an edited header could ask for GBs
+        said = tuple(meta.get(k, "") for k in ("d_model", "width"))
+        found = tuple(tensors["W_dec"].shape) if "W_dec" in tensors else None
+        if found is None or tuple(str(n) for n in found) != said:
+            raise ValueError(f"{path}: its settings (d_model {said[0]!r}, width {said[1]!r}) do not match its decoder "
+                             f"W_dec ({found or 'missing'}): the file is damaged or was edited; write it again with "
+                             "sae.save(path)")
         try:
             sae = cls(int(meta["d_model"]), int(meta["width"]), int(meta["k"]), int(meta["layer"]))
         except (KeyError, ValueError) as e:
@@ -159,6 +201,11 @@ class SparseAutoencoder(nn.Module):
         if expected != got:
             raise ValueError(f"{path} holds tensors {got}, but its settings call for {expected}: the file is "
                              "damaged or was edited; write it again with sae.save(path)")
+        for k, v in tensors.items():
+            if not v.is_floating_point() or not bool(torch.isfinite(v).all()):
+                what = f"{v.dtype} values" if not v.is_floating_point() else "nan or inf"
+                raise ValueError(f"{path}: the tensor {k} holds {what}, which sae.save never writes: the file is "
+                                 "damaged or was edited; write it again with sae.save(path)")
         sae.load_state_dict({k: v.float() for k, v in tensors.items()})
         return sae.eval().requires_grad_(False)
 
@@ -197,11 +244,18 @@ def train_sae(model, tokenizer, texts=None, *, layer: int, width: int, k: int, s
         raise ValueError(f"lr must be a learning rate between 0 and 1 (e.g. 1e-3), or None for the default; got {lr!r}")
     if texts is not None:
         texts = check_texts(texts, "texts")
+        # any() stops at the first text with a word in it; texts of control or zero-width characters have none
+        if not any(len(tokenizer(t).input_ids) > 2 for t in texts):
+            raise ValueError(f"none of the {len(texts)} texts holds a token the tokenizer keeps (only [CLS] and "
+                             "[SEP] would be left): pass texts with words in them")
     d = base_model(model).config.hidden_size
     sae = SparseAutoencoder(d, width, k, layer)                 # checks k ≤ width before the slow part
     acts = residual_stream(model, tokenizer, texts, layer=layer, seed=seed,
                            **({} if max_tokens is None else {"max_tokens": max_tokens}))
     h = acts.h                                                   # (N, H)
+    if not bool(torch.isfinite(h).all()):
+        raise ValueError(f"the model's layer {layer} outputs nan or inf on these texts, so there is nothing to learn: "
+                         "check the model's weights (a diverged training run?)")
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         sae.W_dec.copy_(F.normalize(torch.randn(d, width, generator=gen), dim=0))
@@ -362,21 +416,24 @@ def steer(model, tokenizer, sae: SparseAutoencoder, text: str, feature: int, val
     head = mlm_head(model)
     sae = check_sae(model, sae)
     feature = sae.check_feature(feature)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    number = _as_float(value)
+    if number is None or not math.isfinite(number):
         raise ValueError(f"value must be a finite number (the feature's activation to impose; 0 switches it off), "
                          f"got {value!r}")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be an int of at least 1, got {top_k!r}")
     if positions not in ("mask", "all"):
         raise ValueError(f"positions must be 'mask' (clamp at the [MASK] only) or 'all' (every token), got {positions!r}")
+    value = number
     if not isinstance(text, str) or text.count("[MASK]") != 1:
         raise ValueError("text must be a str with exactly one [MASK], where the model guesses, e.g. "
-                         f"'The river [MASK] was muddy.'; got {text!r}")
+                         f"'The river [MASK] was muddy.'; got {text!r:.80}")
     bert = base_model(model)
     enc = tokenizer(text, max_length=max_length(model, tokenizer))
     where = [i for i, t in enumerate(enc.input_ids) if t == tokenizer.mask_id]
     if not where:
-        raise ValueError(f"the [MASK] of {text!r} was cut off at {len(enc.input_ids)} tokens: put it earlier")
+        raise ValueError(f"the [MASK] of {text!r:.60} was cut off at {len(enc.input_ids)} tokens: put it earlier, "
+                         "or shorten the text")
     at = where if positions == "mask" else list(range(1, len(enc.input_ids) - 1))
     direction = sae.direction(feature)                                       # (H,)
 
@@ -390,6 +447,10 @@ def steer(model, tokenizer, sae: SparseAutoencoder, text: str, feature: int, val
         with bert.hooks([(sae.hook_name, clamp)]):
             last = bert(**{k: v.to(bert.device) for k, v in enc.to_tensors().items()}).last_hidden_state
         probs = head(last[0, where[0]]).float().softmax(-1)[:tokenizer.vocab_size].cpu()
+    if not bool(torch.isfinite(probs).all()):
+        top = float(sae.max_activation[feature])
+        raise ValueError(f"with feature {feature} clamped to {value:g} the model's guesses came out nan: the value is "
+                         f"too large for this model; try one near the feature's largest value in training ({top:.3g})")
     p, ids = probs.topk(min(top_k, len(probs)))
     return [Guess(tokenizer.id_to_token(i), q) for q, i in zip(p.tolist(), ids.tolist())]
 
