@@ -9,8 +9,9 @@ Each lesson's facts live in its metadata["bertlab"] (bertlab/course/lessons.py);
 that shows them. --measure runs one notebook at a time as a reader does (one kernel, every cell), records the
 wall time, the kernel's CPU time and the machine's load average before and after, and writes them there.
 
-Notebooks are committed without outputs, except the plain text (stream and text/plain) of cells marked
-`# NBVAL_CHECK_OUTPUT`, whose printed text is the lesson and which nbval compares on every test run.
+Notebooks are committed without outputs, except the plain text (stream and text/plain) of checked cells (cell
+tag `nbval-check-output`), whose printed text is the lesson and which nbval compares on every test run. A cell
+written with an old `# NBVAL_CHECK_OUTPUT` line gets the tag instead when the notebook is stripped.
 """
 
 from __future__ import annotations
@@ -26,18 +27,21 @@ import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
-MARK = "# NBVAL_CHECK_OUTPUT"
 # a fresh progress file, as under nbval (notebooks/conftest.py): review.ipynb's checked plan is a new learner's
 os.environ["BERTLAB_PROGRESS"] = os.path.join(tempfile.mkdtemp(prefix="bertlab-progress-"), "progress.json")
 
 
 def strip(nb) -> None:
+    sys.path.insert(0, str(ROOT))               # the repository's bertlab, not an installed one
+    from bertlab.course.lessons import is_checked, tag_markers
+
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
         if cell.cell_type != "code":
             continue
-        if MARK in cell.source:
+        tag_markers(cell)                       # test plumbing as a cell tag, out of the code a learner reads
+        if is_checked(cell):
             kept = []
             for o in cell.outputs:
                 if o.output_type == "stream":

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import bertlab
+from bertlab.course.lessons import is_checked
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 WITH_EXERCISES = sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb") if bertlab.course.exercises(p.name[:2]))
@@ -48,7 +49,7 @@ def raw_cells(path):
 @pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
 def test_each_predict_names_its_reveal_and_the_reveal_comes_after_it(path):
     """A Predict names the cell that reveals its answer in its metadata, {"bertlab": {"reveal": CELL_ID}}: a checked
-    code cell (# NBVAL_CHECK_OUTPUT), whose output is the answer, or the prose that states it. That cell must come
+    code cell (tagged nbval-check-output), whose output is the answer, or the prose that states it. That cell must come
     after the Predict, so a learner commits before the notebook tells."""
     cells = raw_cells(path)
     ids = [c.get("id") for c in cells]
@@ -61,7 +62,7 @@ def test_each_predict_names_its_reveal_and_the_reveal_comes_after_it(path):
         j = ids.index(reveal)
         assert j > i, f"{path.name}: Predict {c.get('id')}'s reveal {reveal} comes before it"
         shown = cells[j]
-        assert shown["cell_type"] == "markdown" or "# NBVAL_CHECK_OUTPUT" in "".join(shown["source"]), (
+        assert shown["cell_type"] == "markdown" or is_checked(shown), (
             f"{path.name}: the reveal {reveal} of Predict {c.get('id')} is neither checked output nor prose")
 
 
@@ -157,3 +158,14 @@ def test_across_the_course_the_right_answer_sits_at_each_position_about_equally(
     at = [k for path in WITH_EXERCISES for k, _ in _right_options(quiz_of(path))]
     shares = {k: at.count(k) / len(at) for k in range(4)}
     assert all(0.20 <= s <= 0.30 for s in shares.values()), shares
+
+
+@pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.name)
+def test_no_test_plumbing_in_the_code_a_learner_reads(path):
+    # nbval reads cell tags (`nbval-check-output`) as well as `# NBVAL_…` comment lines: the lessons use the
+    # tags, so the code a learner reads (in JupyterLab and in the book) is only the lesson's
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    marked = [i for i, cell in enumerate(nb["cells"]) if cell["cell_type"] == "code"
+              and re.search(r"^[ \t]*#[ \t]*NBVAL_", "".join(cell["source"]), re.M)]
+    assert not marked, f"{path.name}: cells {marked} carry a # NBVAL_ line: run scripts/notebooks.py --strip-only"
+    assert any(is_checked(c) for c in nb["cells"]), f"{path.name} has no checked cell"

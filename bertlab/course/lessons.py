@@ -69,6 +69,42 @@ def _cells(nb) -> list[dict]:
              else c["source"]} for c in nb["cells"]]
 
 
+# ---- checked cells ----------------------------------------------------------------------------------------
+
+# A cell whose printed text is the lesson carries this tag; nbval compares its output on every test run, and it
+# is the one kind of cell committed with outputs. A tag, not a `# NBVAL_CHECK_OUTPUT` line: nbval reads both, and
+# a tag keeps test plumbing out of the code a learner reads (in the notebook and in the book).
+CHECKED = "nbval-check-output"
+_MARKER_LINE = re.compile(r"^[ \t]*#[ \t]*NBVAL_([A-Z_]+)[ \t]*$")
+
+
+def is_checked(cell: dict) -> bool:
+    """Whether `cell` (a notebook cell as JSON or nbformat) is a checked cell: tagged, or marked the old way."""
+    tags = (cell.get("metadata") or {}).get("tags") or []
+    source = cell.get("source", "")
+    source = "".join(source) if isinstance(source, list) else source
+    return CHECKED in tags or any(_MARKER_LINE.match(line) and "CHECK_OUTPUT" in line for line in source.splitlines())
+
+
+def tag_markers(cell) -> bool:
+    """Turn a code cell's `# NBVAL_…` comment lines into the cell tags nbval reads (`nbval-check-output`, …),
+    removing the lines; True when the cell changed."""
+    if cell.get("cell_type") != "code":
+        return False
+    lines = cell["source"].split("\n")
+    found = [m.group(1) for m in map(_MARKER_LINE.match, lines) if m]
+    if not found:
+        return False
+    cell["source"] = "\n".join(line for line in lines if not _MARKER_LINE.match(line))
+    tags = list(cell.setdefault("metadata", {}).get("tags", []))
+    for name in found:
+        tag = "nbval-" + name.lower().replace("_", "-")
+        if tag not in tags:
+            tags.append(tag)
+    cell["metadata"]["tags"] = tags
+    return True
+
+
 def read(path: Path, nb: dict | None = None) -> Lesson:
     """The lesson in `path`, from its metadata (a clear error names the notebook and the missing fact)."""
     path = Path(path)
@@ -94,14 +130,14 @@ def read(path: Path, nb: dict | None = None) -> Lesson:
 def _check_fields(name: str, meta: dict) -> None:
     """Each fact of `metadata["bertlab"]` of the type the generated pages need: a one-line error naming the
     notebook and the field (a notebook someone else wrote reaches the book and the README through here)."""
-    def bad(field, what):
-        raise ValueError(f"{name}: metadata[\"bertlab\"].{field} must be {what}, not {meta[field]!r:.60}")
-    for field in ("title", "outcomes"):
-        if not isinstance(meta[field], str) or not meta[field].strip():
-            bad(field, "a non-empty string")
-    for field in ("also", "note"):
-        if field in meta and not isinstance(meta[field], str):
-            bad(field, "a string")
+    def bad(key, what):
+        raise ValueError(f"{name}: metadata[\"bertlab\"].{key} must be {what}, not {meta[key]!r:.60}")
+    for key in ("title", "outcomes"):
+        if not isinstance(meta[key], str) or not meta[key].strip():
+            bad(key, "a non-empty string")
+    for key in ("also", "note"):
+        if key in meta and not isinstance(meta[key], str):
+            bad(key, "a string")
     if isinstance(meta["read_minutes"], bool) or not isinstance(meta["read_minutes"], int) \
             or not 0 <= meta["read_minutes"] <= 10_000:
         bad("read_minutes", "a whole number of minutes")
