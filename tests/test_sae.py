@@ -5,6 +5,7 @@ requests and files it must refuse."""
 
 from __future__ import annotations
 
+import copy
 import os
 
 import pytest
@@ -394,3 +395,14 @@ def test_save_under_a_file_is_named_in_words(sae, tmp_path):
     (tmp_path / "plain").write_text("x")
     with pytest.raises(FileNotFoundError, match="plain is not a folder"):
         sae.save(tmp_path / "plain" / "sae.safetensors")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+def test_a_cpu_autoencoder_reads_a_model_on_cuda_as_it_reads_one_on_the_cpu(tiny):
+    # a shipped autoencoder loads on the CPU while bertlab.load puts a model on CUDA when there is one
+    model, tok = tiny
+    sae = bertlab.train_sae(model, tok, ["The river bank was muddy.", "She sat on the bank."] * 4,
+                            layer=1, width=64, k=4, steps=3)
+    on_cpu = bertlab.steer(model, tok, sae, "The dog began to [MASK].", feature=0, value=2.0)
+    on_cuda = bertlab.steer(copy.deepcopy(model).to("cuda"), tok, sae, "The dog began to [MASK].", feature=0, value=2.0)
+    assert [g.token for g in on_cuda] == [g.token for g in on_cpu]

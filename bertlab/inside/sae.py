@@ -108,11 +108,14 @@ class SparseAutoencoder(nn.Module):
             raise ValueError("the residual vectors hold nan or inf, so every feature would be nan: the model that "
                              "produced them computes nan (check its weights), or the tensor was not filled")
 
+    # Each computes where the autoencoder's weights are and answers on the device of what it was given: a
+    # shipped autoencoder (loaded on the CPU) reads a model that `bertlab.load` put on CUDA, inside its hooks.
+
     def pre_activations(self, h: torch.Tensor) -> torch.Tensor:
-        """W_enc (h − b_dec)/scale + b_enc, before ReLU and TopK: (..., width)."""
+        """W_enc (h − b_dec)/scale + b_enc, before ReLU and TopK: (..., width), on h's device."""
         self._check(h)
-        x = (h.to(self.W_enc.dtype) - self.b_dec) / self.scale
-        return F.linear(x, self.W_enc, self.b_enc)
+        x = (h.to(device=self.W_enc.device, dtype=self.W_enc.dtype) - self.b_dec) / self.scale
+        return F.linear(x, self.W_enc, self.b_enc).to(h.device)
 
     def encode(self, h: torch.Tensor) -> torch.Tensor:
         pre = self.pre_activations(h)
@@ -123,7 +126,8 @@ class SparseAutoencoder(nn.Module):
         if not isinstance(z, torch.Tensor) or z.shape[-1:] != (self.width,):
             shape = tuple(z.shape) if isinstance(z, torch.Tensor) else type(z).__name__
             raise ValueError(f"decode takes feature vectors of size {self.width}, (..., {self.width}); got {shape}")
-        return F.linear(z, self.W_dec) * self.scale + self.b_dec
+        x = F.linear(z.to(device=self.W_dec.device, dtype=self.W_dec.dtype), self.W_dec)
+        return (x * self.scale + self.b_dec).to(z.device)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         return self.decode(self.encode(h))
