@@ -185,3 +185,12 @@ def test_an_out_that_is_or_lies_under_a_file_is_refused(tmp_path):
     for out in (tmp_path / "f", tmp_path / "f" / "sub"):
         with pytest.raises(NotADirectoryError, match="is a file"):
             bertlab.experiment(noisy, {"a": {}}, seeds=[0], out=out)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_run_without_a_name_a_card_can_record_is_one_error(tmp_path, jobs):
+    """A functools.partial has no __qualname__: the card's 'module:function' raised AttributeError."""
+    import functools
+    with pytest.raises(ValueError, match="defined with def.*got a partial"):
+        bertlab.experiment(functools.partial(noisy), {"a": {}}, seeds=[0, 1], out=tmp_path, jobs=jobs)
+    assert not (tmp_path / "rows.jsonl").exists()
