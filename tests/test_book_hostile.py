@@ -405,6 +405,11 @@ def test_a_widget_state_whose_boxes_hold_themselves_draws_once_and_stops():
     ("<iframe srcdoc=\"<script>alert(1)</script>\"></iframe>", "iframe", ""),
     ("<svg><animate onbegin=alert(1) attributeName=x dur=1s>", "onbegin", ""),
     ("<a href=\"data:text/html,hi\">d</a>", "data:", "d</a>"),
+    # a relative path above the site's folder is a file outside the site when the book opens from disk
+    ('<img src="../../../../etc/passwd">', "passwd", "<img>"),
+    ('<img src="figs/../../x.png">', "x.png", "<img>"),
+    ('<img src="%2e%2e/x.png">', "x.png", "<img>"),
+    ('<img src="figs/a.png#z">', "evil", '<img src="figs/a.png#z">'),
 ])
 def test_clean_html(markup, gone, kept):
     out = clean_html(markup)
@@ -452,3 +457,15 @@ def test_a_notebook_marker_line_is_not_shown_but_the_code_is():
     assert without_test_markers("x = 1\n  # NBVAL_SKIP\ny") == "x = 1\ny"
     assert without_test_markers("print('# NBVAL_CHECK_OUTPUT')") == "print('# NBVAL_CHECK_OUTPUT')"
 
+
+
+def test_a_markdown_image_attachment_is_shown_and_a_missing_one_is_not_a_traceback(tmp_path, capsys):
+    """`![](attachment:x)` with no such attachment raised nbconvert's InvalidNotebook through the command."""
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    pasted = new_markdown_cell("![pasted](attachment:p.png) and ![gone](attachment:nope.png)")
+    pasted["attachments"] = {"p.png": {"image/png": png}}
+    course = small_course(tmp_path / "course", [pasted, new_code_cell("1", outputs=[nbformat.v4.new_output(
+        "display_data", data={"text/markdown": "![out](attachment:other.png)"})])])
+    assert main(["book", str(tmp_path / "site"), "--repo", str(course), "--no-execute"]) == 0, capsys.readouterr().err
+    page = (tmp_path / "site" / "00_one.html").read_text()
+    assert f'src="data:image/png;base64,{png}"' in page and 'alt="gone"' in page and 'alt="out"' in page
