@@ -37,7 +37,8 @@ def diverges(settings: dict, seed: int) -> dict:
 def unstorable(settings: dict, seed: int):
     kind = settings["kind"]
     return {"tensor": {"x": torch.ones(2)}, "object": {"x": object()}, "keys": {1: 0.5},
-            "scalar": 3.0, "empty_list": [], "no_step": [{"x": 1.0}]}[kind]
+            "scalar": 3.0, "empty_list": [], "no_step": [{"x": 1.0}],
+            "none_key": {None: 0.5}, "huge_int": {"x": 10 ** 400}}[kind]
 
 
 def raises(settings: dict, seed: int) -> dict:

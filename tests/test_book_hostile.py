@@ -415,6 +415,11 @@ def test_a_widget_state_whose_boxes_hold_themselves_draws_once_and_stops():
     ("<iframe srcdoc=\"<script>alert(1)</script>\"></iframe>", "iframe", ""),
     ("<svg><animate onbegin=alert(1) attributeName=x dur=1s>", "onbegin", ""),
     ("<a href=\"data:text/html,hi\">d</a>", "data:", "d</a>"),
+    # a relative path above the site's folder is a file outside the site when the book opens from disk
+    ('<img src="../../../../etc/passwd">', "passwd", "<img>"),
+    ('<img src="figs/../../x.png">', "x.png", "<img>"),
+    ('<img src="%2e%2e/x.png">', "x.png", "<img>"),
+    ('<img src="figs/a.png#z">', "evil", '<img src="figs/a.png#z">'),
 ])
 def test_clean_html(markup, gone, kept):
     out = clean_html(markup)
@@ -492,3 +497,15 @@ def test_a_saved_view_naming_a_module_the_package_lacks_is_not_run(module):
     from bertlab.book.sanitize import trusted_view
 
     assert trusted_view({"model_name": "AnyModel", "state": {"_esm": "x", "module": module, "nodes": {}}}) is None
+
+
+def test_a_markdown_image_attachment_is_shown_and_a_missing_one_is_not_a_traceback(tmp_path, capsys):
+    """`![](attachment:x)` with no such attachment raised nbconvert's InvalidNotebook through the command."""
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    pasted = new_markdown_cell("![pasted](attachment:p.png) and ![gone](attachment:nope.png)")
+    pasted["attachments"] = {"p.png": {"image/png": png}}
+    course = small_course(tmp_path / "course", [pasted, new_code_cell("1", outputs=[nbformat.v4.new_output(
+        "display_data", data={"text/markdown": "![out](attachment:other.png)"})])])
+    assert main(["book", str(tmp_path / "site"), "--repo", str(course), "--no-execute"]) == 0, capsys.readouterr().err
+    page = (tmp_path / "site" / "00_one.html").read_text()
+    assert f'src="data:image/png;base64,{png}"' in page and 'alt="gone"' in page and 'alt="out"' in page

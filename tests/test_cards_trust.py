@@ -190,6 +190,8 @@ def test_a_card_that_is_not_json_names_the_file_and_line(tmp_path):
     ({"rows": [{"variant": "slow", "seed": 0, "result": 3}]}, r"rows\[0\]\.result"),
     ({"rows": [{"variant": "slow", "seed": 0, "result": [{"x": 1}]}]}, r"rows\[0\]\.result\[0\]"),
     ({"rows": [3]}, r"rows\[0\]"),
+    # an unhashable variant raised TypeError (unhashable type: 'list') instead of naming the field
+    ({"rows": [{"variant": ["slow"], "seed": 0, "result": {}}]}, r"rows\[0\]\.variant"),
     ({"variants": {"slow": {"settings": {}, "seeds": [0, 0]}}, "reference": "slow", "rows": []}, "seeds"),
 ])
 def test_a_malformed_card_names_the_field(made, tmp_path, change, field):
@@ -264,3 +266,12 @@ def test_an_older_cards_bare_nan_is_merged_as_recorded_not_a_json_error(shards, 
     merged = merge_cards([a, b])
     assert merged["rows"][0]["result"]["loss"] == "nan"
     write_card(merged, tmp_path / "card.json")             # strict JSON, no error
+
+
+def test_a_card_holding_a_number_beyond_any_float_is_summarised_not_an_overflow(made, tmp_path):
+    """A card (written by hand or another tool) may hold a whole number no float can: it counts as diverged."""
+    card = card_with(made)
+    card["rows"][0]["result"]["x"] = 10 ** 400
+    from bertlab.experiments import summarise
+    cell = summarise(card["rows"])[card["rows"][0]["variant"]]["x"]
+    assert cell["diverged"] == 1

@@ -83,7 +83,10 @@ def test_a_card_path_that_is_not_a_card_file_is_one_line(capsys, card_path, word
     ('{"run": "testkit:toy_run", "variants": {"a": {"lr": 0.1}}, "seeds": "012"}', "list of distinct whole numbers"),
     ('{"run": "testkit:toy_run", "variants": {"a": {"lr": 0.1}}, "seeds": [0, 0]}', "given twice"),
     ('{"run": "testkit:toy_run", "variants": {"a": {"lr": 0.1}}, "seeds": [0], "data": ["/dev/zero"]}',
-     "not a regular file")])
+     "not a regular file"),
+    # json keeps the last of two keys silently: a spec naming variant "a" twice ran only the second
+    ('{"run": "testkit:toy_run", "variants": {"a": {"lr": 0.1}, "a": {"lr": 1.0}}, "seeds": [0]}',
+     "key 'a' appears twice")])
 def test_a_bad_spec_is_one_line(tmp_path, capsys, spec, words):
     (tmp_path / "spec.json").write_text(spec)
     err = fails(capsys, ["experiment", str(tmp_path / "spec.json"), "--out", str(tmp_path / "o"), "--allow", "testkit"])

@@ -216,3 +216,15 @@ def test_evaluate_task_names_the_head_a_pre_trained_model_lacks(odd_tokenizer):
 def test_load_task_names_the_shipped_sets(name):
     with pytest.raises(ValueError, match="choose one of topic, follows, tagging, qa, choice"):
         bertlab.load_task(name)
+
+
+def test_a_trained_head_with_another_number_of_labels_is_replaced_with_a_warning(bert, odd_tokenizer, caplog):
+    """A classify model given back with a set that lacks one of its classes got a new head without a word."""
+    three = bertlab.BertForSequenceClassification(bert, num_labels=3)
+    with caplog.at_level(logging.WARNING, logger="bertlab"):
+        run = bertlab.finetune(three, odd_tokenizer, IDS, task="classify", steps=1, lr=1e-3, batch_size=2)
+    assert run.model.num_labels == 2 and "head has 3 outputs" in caplog.text and "need 2" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="bertlab"):
+        bertlab.finetune(run.model, odd_tokenizer, IDS, task="classify", steps=1, lr=1e-3, batch_size=2)
+    assert "replaces it" not in caplog.text

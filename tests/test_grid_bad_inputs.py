@@ -121,7 +121,11 @@ def test_a_non_finite_result_is_recorded_and_the_summary_counts_the_diverged_see
 @pytest.mark.parametrize("kind, words", [("tensor", r"\['x'\] is a Tensor.*float\(x\)"), ("object", "is a object"),
                                          ("keys", "key 1"), ("scalar", "not a dict of metrics"),
                                          ("empty_list", "not a dict of metrics"), ("no_step", r"\[0\].*\"step\""),
-                                         ("tensor", "is a Tensor")])
+                                         ("tensor", "is a Tensor"),
+                                         # JSON would store a None key as "null", so replay never matched it
+                                         ("none_key", "key None"),
+                                         # beyond any float: the summary raised OverflowError averaging it
+                                         ("huge_int", "larger than any float")])
 def test_a_result_a_card_cannot_hold_is_an_error_before_its_row_is_written(tmp_path, kind, words):
     jobs = 2 if words == "is a Tensor" else 1          # in a worker too (once: each start costs seconds)
     with pytest.raises(JobFailed, match=words):
@@ -181,3 +185,12 @@ def test_an_out_that_is_or_lies_under_a_file_is_refused(tmp_path):
     for out in (tmp_path / "f", tmp_path / "f" / "sub"):
         with pytest.raises(NotADirectoryError, match="is a file"):
             bertlab.experiment(noisy, {"a": {}}, seeds=[0], out=out)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_run_without_a_name_a_card_can_record_is_one_error(tmp_path, jobs):
+    """A functools.partial has no __qualname__: the card's 'module:function' raised AttributeError."""
+    import functools
+    with pytest.raises(ValueError, match="defined with def.*got a partial"):
+        bertlab.experiment(functools.partial(noisy), {"a": {}}, seeds=[0, 1], out=tmp_path, jobs=jobs)
+    assert not (tmp_path / "rows.jsonl").exists()

@@ -45,12 +45,30 @@ def _text(value) -> str:
     return "".join(str(v) for v in value) if isinstance(value, list) else str(value or "")
 
 
-def markdown(source: str, lesson_pages: dict[str, str]) -> str:
-    """Markdown → sanitized HTML (mistune passes raw HTML through; nh3 then keeps only what is safe), with
-    links to a lesson's notebook pointing at its page. Maths ($…$) stays as text for the page's KaTeX."""
-    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+def _attachments(value) -> dict[str, dict[str, str]]:
+    """A markdown cell's `attachments` ({name: {mime: base64}}, each payload a string or a list of lines), the
+    well-formed ones only: a notebook someone else wrote may hold anything there."""
+    if not isinstance(value, dict):
+        return {}
+    return {name: {mime: _text(data) for mime, data in bundle.items() if isinstance(mime, str)}
+            for name, bundle in value.items() if isinstance(name, str) and isinstance(bundle, dict) and bundle}
 
-    out = clean_html(markdown2html_mistune(_text(source)))
+
+def markdown(source: str, lesson_pages: dict[str, str], attachments=None) -> str:
+    """Markdown → sanitized HTML (mistune passes raw HTML through; nh3 then keeps only what is safe), with
+    links to a lesson's notebook pointing at its page. Maths ($…$) stays as text for the page's KaTeX.
+    `attachments`: the cell's own (an image pasted into a markdown cell, `![](attachment:name)`); a name the
+    cell does not carry is shown as an empty image, as JupyterLab does, not an error that stops the build."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    class Renderer(IPythonRenderer):
+        def _embed_image_or_attachment(self, src: str) -> str:
+            if src.startswith("attachment:") and src[len("attachment:"):] not in self.attachments:
+                return "#missing-attachment"
+            return super()._embed_image_or_attachment(src)
+
+    renderer = Renderer(escape=False, attachments=_attachments(attachments))
+    out = clean_html(MarkdownWithMath(renderer=renderer).render(_text(source)))
 
     def link(m):
         target, anchor = m.group(2), m.group(3) or ""
@@ -95,7 +113,7 @@ class Renderer:
         if cell.cell_type == "markdown":
             if MATHS.search(_text(cell.source)):
                 self.counts["maths"] += 1
-            return f'<div class="cell markdown">{markdown(cell.source, self.lesson_pages)}</div>'
+            return f'<div class="cell markdown">{markdown(cell.source, self.lesson_pages, cell.get("attachments"))}</div>'
         if cell.cell_type != "code":
             return ""
         parts = []

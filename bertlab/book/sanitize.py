@@ -30,8 +30,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import posixpath
 import re
 from functools import lru_cache
+from urllib.parse import unquote
 
 import nh3
 
@@ -66,8 +68,13 @@ def _style(value: str) -> str | None:
 
 
 def _relative_file(url: str) -> bool:
-    """A path beside the page (figures/x.png), not a URL elsewhere: no scheme, no //host, no backslash."""
-    return not re.match(r"^\s*([a-z][a-z0-9+.-]*:|//|/)", url, re.I) and "\\" not in url
+    """A path beside the page (figures/x.png), not a URL elsewhere: no scheme, no //host, no backslash, and
+    not above the site's folder (../../etc/passwd: a request outside the site when the book opens from disk;
+    %2e%2e is .. to a browser too)."""
+    if re.match(r"^\s*([a-z][a-z0-9+.-]*:|//|/)", url, re.I) or "\\" in url:
+        return False
+    path = posixpath.normpath(unquote(re.split(r"[?#]", url.strip(), maxsplit=1)[0]) or ".")
+    return path != ".." and not path.startswith("../")
 
 
 def _attribute(element: str, attribute: str, value: str) -> str | None:

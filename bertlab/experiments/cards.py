@@ -229,7 +229,7 @@ def check_card(card, where: str = "the card") -> dict:
         field = f"rows[{i}]"
         if not isinstance(r, dict):
             bad(field, "is not a JSON object")
-        if r.get("variant") not in card["variants"]:
+        if not isinstance(r.get("variant"), str) or r["variant"] not in card["variants"]:
             bad(f"{field}.variant", f"{r.get('variant')!r} is not one of the card's variants")
         if not _is_int(r.get("seed")) or r["seed"] not in card["variants"][r["variant"]]["seeds"]:
             bad(f"{field}.seed", f"{r.get('seed')!r} is not one of variant {r['variant']!r}'s seeds")

@@ -69,10 +69,29 @@ def read_text(path, what: str, limit: int = MAX_FILE_BYTES) -> str:
         raise ValueError(f"{path}: line {line}: not UTF-8 text ({what} is a JSON text file)") from None
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs):
+    """An object's pairs as a dict; a key given twice is an error (json keeps the last one silently, so a spec
+    with two variants of one name would run only the second)."""
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
 def parse_json(text: str, where: str, what: str):
-    """json.loads with an error that names `where` (a file, or file:line) and says what was expected."""
+    """json.loads with an error that names `where` (a file, or file:line) and says what was expected; a key
+    that appears twice in one object is an error too."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except _DuplicateKey as e:
+        raise ValueError(f"{where}: the key {e.args[0]!r} appears twice in one object ({what} must name each "
+                         "key once): remove or rename one") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{where}: line {e.lineno} column {e.colno}: {e.msg} ({what} must be JSON)") from None
     except RecursionError:
@@ -109,13 +128,17 @@ def to_json(value, where: str):
     if value is None or isinstance(value, (str, bool)):
         return value
     if isinstance(value, numbers.Integral):
+        if abs(int(value)) > 2 ** 1023:      # beyond any float: the summary could not average it
+            raise ValueError(f"{where} is a whole number of {len(str(abs(int(value))))} digits, larger than any "
+                             "float: a card stores numbers the summary can average (return a float, or its log)")
         return int(value)
     if isinstance(value, numbers.Real):
         value = float(value)
         return value if math.isfinite(value) else ("nan" if math.isnan(value) else "inf" if value > 0 else "-inf")
     if isinstance(value, dict):
-        bad = next((k for k in value if not isinstance(k, str)), None)
-        if bad is not None:
+        bad = [k for k in value if not isinstance(k, str)]
+        if bad:
+            bad = bad[0]                      # (a None key too: JSON would store it as "null")
             raise ValueError(f"{where} has the key {bad!r} ({type(bad).__name__}): a card's keys are strings")
         return {k: to_json(v, f"{where}[{k!r}]") for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -130,7 +153,10 @@ def number(value) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:               # a whole number beyond any float (to_json refuses one; a card may hold it)
+            return math.inf if value > 0 else -math.inf
     if isinstance(value, str) and value in NONFINITE:
         return NONFINITE[value]
     return None

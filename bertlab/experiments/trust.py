@@ -27,7 +27,12 @@ def run_name(run: Callable | str) -> str:
     """"module:function" for an importable function (what a card records, so it can be replayed)."""
     if isinstance(run, str):
         return run
-    return f"{run.__module__}:{run.__qualname__}"
+    module, name = getattr(run, "__module__", None), getattr(run, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(name, str):     # a functools.partial, a callable object
+        raise ValueError(f"run must be a function run(settings, seed) defined with def (a card records its "
+                         f"'module:function' name to replay it), got a {type(run).__name__}: wrap it in a def, "
+                         "with what it fixes as settings")
+    return f"{module}:{name}"
 
 
 def allowed(allow) -> tuple[str, ...]:

@@ -167,6 +167,10 @@ def _task_model(task: str, model, bert: Bert, n: int | None, names):
     n = len(names) if names is not None else n
     if isinstance(model, HEADS[task]) and (task not in ("classify", "tag") or model.num_labels == n):
         return copy.deepcopy(model)
+    if isinstance(model, HEADS[task]):      # this task's head, but for another number of labels: say it is replaced
+        log.warning("the model's %s head has %d outputs but the labels of train need %d, so a new head replaces it "
+                    "and its trained weights are not used (give every label the head was trained on, in its "
+                    "numbering, to train it further)", task, model.num_labels, n)
     if bert.pooler is None and task in ("classify", "choice"):
         raise ValueError(f"{task} reads the pooled [CLS] output, but this encoder has no pooler: load the model "
                          "with its pooler (bertlab.load(name, model_class=bertlab.Bert))")
