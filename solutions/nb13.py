@@ -6,6 +6,8 @@ features of a random model look like, is the learner's to measure.
 
 import json
 
+import torch
+
 import bertlab
 from bertlab.inside import SparseAutoencoder, assets, heldout_sentences, pos_corpus, trace
 
@@ -32,18 +34,25 @@ def wrong_13_1():
     at_money = int(z[tokens.index("money")].argmax())
     others = [] if at_money == ex_13_1() or at_money in row.argsort(descending=True)[:32].tolist() else \
         [(at_money, "another token")]
-    return [(second, "not the largest"), (5000, "no such feature"), ("7", "an int")] + others
+    # a 0-d tensor (what .argmax() gives) is read as the int it holds; a float, even a whole one, is no feature
+    return [(second, "not the largest"), (torch.tensor(second), "not the largest"), (5000, "no such feature"),
+            ("7", "an int"), (float(ex_13_1()), "an int")] + others
+
+
+def _loss_recovered():
+    model, tokenizer = _model()
+    sae = SparseAutoencoder.load(assets()["sae"])
+    return bertlab.sae_report(model, tokenizer, sae, heldout_sentences(60)).loss_recovered
 
 
 def ex_13_2():
-    model, tokenizer = _model()
-    sae = SparseAutoencoder.load(assets()["sae"])
-    return round(bertlab.sae_report(model, tokenizer, sae, heldout_sentences(60)).loss_recovered, 2)
+    return round(_loss_recovered(), 2)
 
 
 def wrong_13_2():
     x = ex_13_2()
-    return [(round(100 * x, 1), "percent"), (round(1 - x, 2), "one minus"), ("half", "a number")]
+    return [(round(100 * x, 1), "percent"), (round(1 - x, 2), "one minus"), ("half", "a number"),
+            (round(_loss_recovered(), 1), "rounded further than asked")]
 
 
 def ex_13_3():
@@ -71,4 +80,5 @@ def wrong_13_4():
     second = atlas.top("previous", 2)[1][:2]
     layer, head = ex_13_4()
     return [(second, "not the top head"), ((layer + 1, head + 1), "counted from 1"), ((9, 0), "no such"),
+            ((torch.tensor(layer + 1), torch.tensor(head + 1)), "counted from 1"), ((float(layer), float(head)), "pair"),
             ("0 2", "pair")]

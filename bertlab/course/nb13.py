@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 
+from .answers import pair, rounded_message, to_decimals, whole_or_wrong
 from .registry import as_number, exercise, head_pair, loaded, normalise, not_a, right, wrong
 
 _BANK = "He took his money to the bank this morning."
@@ -40,7 +41,8 @@ def _features_at_bank() -> list[int]:
                  "'bank' is z[tokens.index('bank')].",
                  "Take the argmax of that row, as an int."])
 def _(answer):
-    if (bad := not_a(answer, int, what="an int: a feature number")):
+    answer, bad = whole_or_wrong(answer, "an int: a feature number")
+    if bad:
         return bad
     width = _sae().width
     if not 0 <= answer < width:
@@ -76,7 +78,10 @@ def _(answer):
     if x is None or not math.isfinite(x):
         return wrong("answer with a number, e.g. 0.5", kind="not a number")
     truth = _loss_recovered()
-    if abs(x - truth) < 0.006:
+    said = to_decimals(x, truth, 2)
+    if said == "rounded":
+        return wrong(rounded_message(2), kind="rounded too far")
+    if said == "right":
         return right("a reconstruction that explains most of the variance can still cost the model a visible "
                      "part of its loss: that gap is what 'loss recovered' measures")
     if abs(x / 100 - truth) < 0.006:
@@ -136,16 +141,16 @@ def _heads(measure: str, k: int = 2) -> list[tuple[int, int]]:
                  "Its first entry is (layer, head, share): answer the first two."])
 def _(answer):
     model, _ = loaded("bertlab-mini")
-    pair, bad = head_pair(answer, model)
+    head, bad = head_pair(pair(answer), model)
     if bad:
         return bad
     best = _heads("previous")
-    if pair == best[0]:
+    if head == best[0]:
         return right("open it in the atlas figure: every row looks one step to the left, in every sentence")
-    if pair == best[1]:
+    if head == best[1]:
         return wrong("that is the second strongest", kind="not the top head")
-    if pair == _heads("next", 1)[0]:
+    if head == _heads("next", 1)[0]:
         return wrong("that head looks at the next token, not the previous one", kind="next, not previous")
-    if (pair[0] - 1, pair[1] - 1) == best[0]:
+    if (head[0] - 1, head[1] - 1) == best[0]:
         return wrong("layers and heads count from 0", kind="counted from 1")
     return wrong("take the head with the largest 'previous' share", kind="off")
