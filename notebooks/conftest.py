@@ -50,6 +50,11 @@ def _is_nbval_cell(item) -> bool:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item):
+    if hasattr(item, "cell") and hasattr(item.parent, "nb") and not getattr(item.parent, "_fresh_progress", False):
+        # before the notebook's kernel starts (it inherits this environment): a progress file of its own, so
+        # what tests/ recorded through bertlab.check earlier in the run is not what review.ipynb finds due
+        item.parent._fresh_progress = True
+        os.environ["BERTLAB_PROGRESS"] = os.path.join(tempfile.mkdtemp(prefix="bertlab-progress-"), "progress.json")
     if _is_nbval_cell(item):
         _recorder(item.parent)
     yield

@@ -29,8 +29,11 @@ FIRST = [
     new_code_cell('print("hello from the kernel")'),
     new_code_cell('import plotly.graph_objects as go\nfig = go.Figure(go.Bar(x=["a", "b"], y=[1, 2]))\n'
                   'fig.update_layout(title_text="two bars")\nfig'),
-    new_code_cell("import ipywidgets as W\nfrom bertlab.viz.widgets.base import show_figure\n"
-                  "out = W.Output()\nshow_figure(out, fig)\n"
+    # someone's own ipywidgets (bertlab's views are anywidgets, tests/browser/test_views_in_the_book.py): an
+    # Output area holding plotly's mime bundle, as display(fig) puts it there in JupyterLab
+    new_code_cell("import json\nimport ipywidgets as W\nimport plotly.io as pio\nout = W.Output()\n"
+                  "out.outputs = ({'output_type': 'display_data', 'metadata': {}, 'data': {'text/plain': 'a figure', "
+                  "'application/vnd.plotly.v1+json': json.loads(pio.to_json(fig))}},)\n"
                   'W.VBox([W.HBox([W.IntSlider(value=3, max=5, description="layer"), W.Label("a label")]), out])'),
     new_markdown_cell("## Exercises\n\n1. Count the bars (difficulty 1, 2 min). Check it: `bertlab.check(\"00.1\", n)`.\n"
                       "2. Why two? An open question.\n"),

@@ -36,7 +36,7 @@ def test_attention_view_is_live_on_a_book_page(tmp_path):
     from playwright.sync_api import sync_playwright
 
     import bertlab
-    from bertlab.probe.attention_maps import attention_map
+    from bertlab.probe.attention_maps import AttentionMap
     from bertlab.viz import AttentionExplorer
     from bertlab.viz.views import plotly_source
     from bertlab.viz.views.page import embed
@@ -78,7 +78,7 @@ def test_attention_view_is_live_on_a_book_page(tmp_path):
                 page.wait_for_function("(t) => document.querySelector('.bl-view [data-kind=output]')"
                                        ".layout.title.text.startsWith(t)", arg=f"layer {opts['layer']}, head "
                                        f"{opts['head']}", timeout=10_000)
-                want = attention_map(out, enc.tokens, **opts)
+                want = AttentionMap.from_output(out, enc.tokens, **opts)
                 got = shown()
                 assert got["title"] == f"{want.title}: where each token looks"
                 np.testing.assert_allclose(np.array(got["z"]), want.weights.numpy(), atol=1e-6)
@@ -92,8 +92,8 @@ def test_attention_view_is_live_on_a_book_page(tmp_path):
             slider.dispatch_event("change")
             page.wait_for_function("() => document.querySelector('.bl-view [data-kind=output]')"
                                    ".layout.title.text.includes('weights ≥ 0.1')", timeout=10_000)
-            want = attention_map(out, enc.tokens, layer=1, head="all", reduce="sum", words=True,
-                                 hide_special=True, threshold=0.1)
+            want = AttentionMap.from_output(out, enc.tokens, layer=1, head="all", reduce="sum", words=True,
+                                            hide_special=True, threshold=0.1)
             got = shown()
             assert got["title"] == f"{want.title}: where each token looks"
             assert got["x"] == [f"{t} ({i})" for i, t in enumerate(want.tokens)]
