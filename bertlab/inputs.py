@@ -9,6 +9,7 @@ bottom, and so that the probes can check their inputs the same way.
 from __future__ import annotations
 
 import logging
+import weakref
 
 import torch
 
@@ -126,7 +127,9 @@ def check_tokens(tokens, T: int, what: str) -> list[str]:
     return tokens
 
 
-_WARNED: set[tuple[int, int]] = set()     # (id of the model, id of the tokenizer): pairs already warned about
+# tokenizer -> the models (or, with no model, the vocabulary sizes) it was already warned about. Weak references,
+# not ids: an id is reused once its object is freed, so a new model could inherit an old one's silence.
+_WARNED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def check_vocabularies(vocab_size: int, tokenizer, model_name: str = "the model", model=None) -> None:
@@ -145,9 +148,10 @@ def check_vocabularies(vocab_size: int, tokenizer, model_name: str = "the model"
                          f"tokenizer cannot be the model's own (ids {vocab_size} … {n - 1} have no embedding, and "
                          "the ids they share stand for other words): use the tokenizer that came with the model, "
                          "e.g. model, tokenizer = bertlab.load(...)")
-    key = (id(model) if model is not None else vocab_size, id(tokenizer))
-    if n < vocab_size and key not in _WARNED:   # once per pair: a widget asks at every keystroke
-        _WARNED.add(key)
+    models, sizes = _WARNED.setdefault(tokenizer, (weakref.WeakSet(), set()))
+    seen, key = (models, model) if model is not None else (sizes, vocab_size)
+    if n < vocab_size and key not in seen:      # once per pair: a widget asks at every keystroke
+        seen.add(key)
         logging.getLogger("bertlab").warning(
             "the tokenizer has %d tokens but %s %d embeddings: the model's last %d ids have no token, so the "
             "tokenizer never produces them and masked-word guesses leave them out (harmless for a vocabulary "

@@ -57,6 +57,7 @@ def test_attention_weights_are_lower_triangular_and_ignore_padding(decoder):
     future = torch.ones(T, T).triu(1).bool()                             # key j > query i
     pad = (batch["attention_mask"] == 0)[:, None, None, :]               # (B, 1, 1, T)
     for pattern in out.attentions:                                       # (B, heads, T, T)
+        pattern = pattern.cpu()                                          # the model may run on a GPU
         assert pattern.masked_select(future.expand_as(pattern)).abs().max().item() == 0.0
         assert pattern.masked_select(pad.expand_as(pattern)).abs().max().item() == 0.0
         assert max_err(pattern.sum(-1), torch.ones(pattern.shape[:-1])) <= 1e-6

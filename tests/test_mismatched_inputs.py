@@ -354,3 +354,15 @@ def test_tokenizer_save_replaces_planted_links_and_leaves_their_targets(tiny, tm
     assert victim.read_text() == "precious\n"
     assert not any(p.is_symlink() for p in folder.iterdir())
     assert Tokenizer.from_file(folder)("the river bank").input_ids == tiny[1]("the river bank").input_ids
+
+
+def test_each_new_model_gets_its_own_warning_even_where_python_reuses_a_freed_ones_address(odd_tokenizer, caplog):
+    # The warning is once per (model, tokenizer) pair. Kept by id(), a new model allocated where a freed one lived
+    # inherited its silence (seen on a GPU machine, where allocation order differs); weak references cannot.
+    from bertlab.inputs import check_vocabularies
+    with caplog.at_level(logging.WARNING, logger="bertlab"):
+        for _ in range(20):
+            model = torch.nn.Linear(1, 1)                 # freed at the next turn: CPython reuses its address
+            check_vocabularies(odd_tokenizer.vocab_size + 3, odd_tokenizer, model=model)
+            check_vocabularies(odd_tokenizer.vocab_size + 3, odd_tokenizer, model=model)   # the same pair: silent
+    assert sum("embeddings" in r.getMessage() for r in caplog.records) == 20

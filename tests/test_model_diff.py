@@ -57,7 +57,7 @@ def test_a_change_in_one_layer_shows_from_that_layer_on(tiny):
 def test_the_lens_is_the_mean_rise_in_log_probability_of_the_base_head(tiny):
     model, tok = tiny
     other = copy.deepcopy(model)
-    v = torch.randn(model.config.hidden_size, generator=torch.Generator().manual_seed(0))
+    v = torch.randn(model.config.hidden_size, generator=torch.Generator().manual_seed(0)).to(model.device)
     with torch.no_grad():   # post-LN: the last LayerNorm's bias moves every final state by exactly v
         other.bert.encoder.layer[-1].output.LayerNorm.bias.add_(v)
     d = bertlab.diff(model, other, tok, TEXTS, top_k=5)
