@@ -11,9 +11,10 @@
     bertlab export --onnx DIR [--model NAME_OR_PATH] [--dtype fp32|fp16]
     bertlab assign DIR [--notebooks NN ...] [--solutions SRC]      (for teachers: nbgrader assignments)
 
-The pretrain flags are generated from the fields of `PretrainArgs` (pretraining/args.py): one flag per field,
-with the field's name, default, `help`, range and resumability (bertlab/settings.py), and a type read from its annotation (bool: --x/--no-x, list:
-one or more values, int, float, else a string). A new field is therefore a new flag with its help, and
+The pretrain flags are generated from the fields of `PretrainArgs` (pretraining/args.py) by `settings.add_flags`,
+as finetune's are from `FineTuneSettings`: one flag per field, with the field's name, default, `help`, range and
+resumability (bertlab/settings.py), and a type read from its annotation (bool: --x/--no-x, list: one or more
+values, int, float, else a string). A new field is therefore a new flag with its help, and
 test_cli checks that `--help` lists every field. Written by hand here: CORPUS and --out (their help still comes
 from their fields), and --resume and --overwrite, which are `pretrain()`'s own keywords rather than fields; a
 field of a type the annotation rule does not cover (a tuple, say) would need a line here too.
@@ -29,43 +30,24 @@ JupyterLab there (bertlab/lab.py).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import sys
 from pathlib import Path
 
 
 def _add_pretrain(sub) -> argparse.ArgumentParser:
+    from . import settings
     from .pretraining.args import RENAMED, PretrainArgs
 
     p = sub.add_parser("pretrain", help="pre-train a BERT with masked LM + next-sentence prediction",
                        description="Pre-train BertForPreTraining on plain text (a blank line separates documents). "
                                    "Runs unchanged under torchrun for several processes.")
-    fields = {f.name: f for f in dataclasses.fields(PretrainArgs)}
-
-    def help_of(name: str) -> str:   # the field's help, range and resumability, with % escaped for argparse
-        meta = fields[name].metadata
-        said = meta["help"] + (f"; {meta['range'].describe()}" if meta.get("range") else "")
-        return (said + ("; may change with --resume" if meta.get("resumable") else "")).replace("%", "%%")
-
-    p.add_argument("corpus", nargs="*", help=help_of("corpus"))
-    p.add_argument("--out", required=True, help=help_of("out"))
+    p.add_argument("corpus", nargs="*", help=settings.flag_help(PretrainArgs, "corpus"))
+    p.add_argument("--out", required=True, help=settings.flag_help(PretrainArgs, "out"))
     p.add_argument("--resume", action="store_true", help="continue exactly from the latest checkpoint in --out")
     p.add_argument("--overwrite", action="store_true",
                    help="start a new run in an --out that holds one, deleting its checkpoints, metrics and model")
-    for f in fields.values():
-        if f.name in ("corpus", "out"):
-            continue
-        flag = "--" + f.name.replace("_", "-")
-        default = f.default
-        kind = str(f.type)
-        if kind.startswith("bool"):
-            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=default, help=help_of(f.name))
-        elif kind.startswith("list"):
-            p.add_argument(flag, nargs="+", default=default, help=help_of(f.name))
-        else:
-            cast = int if kind.startswith("int") else float if kind.startswith("float") else str
-            p.add_argument(flag, type=cast, default=default, help=help_of(f.name) + f" (default: {default})")
+    settings.add_flags(p, PretrainArgs, skip=("corpus", "out"))   # one flag per field: its help, range, default
 
     class Renamed(argparse.Action):     # an old flag: refused, saying the new one
         def __call__(self, parser, namespace, values, option_string=None):

@@ -8,20 +8,23 @@ a resumed run may change it; the command line, the checks, resume and the docs a
 
     check_given(PretrainArgs, {"lr": float("inf")})   # ValueError: --lr inf (lr=inf) is out of range: ...
 
-`bertlab pretrain`'s flags are generated from PretrainArgs (cli.py), pretraining/checks.py checks the given
-values with `check_given`, and pretraining/runfolder.py lets a resumed run change only the `resumable` fields.
-The mechanism knows nothing about pre-training, so another settings dataclass (FineTuneSettings) can use it.
+`bertlab pretrain`'s flags are generated from PretrainArgs (cli.py, with `add_flags`), pretraining/checks.py checks
+the given values with `check_given`, and pretraining/runfolder.py lets a resumed run change only the `resumable`
+fields. The mechanism knows nothing about pre-training: FineTuneSettings (finetuning/loop.py) declares its fields
+the same way, and `bertlab finetune`'s flags and `finetune`'s checks read them.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["Range", "setting", "ranges", "resumable", "help_of", "check_value", "check_given", "flag_of"]
+__all__ = ["Range", "setting", "ranges", "resumable", "help_of", "check_value", "check_given", "flag_of",
+           "flag_help", "add_flags"]
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,16 @@ def setting(default: Any = dataclasses.MISSING, help: str = "", *, range: Range 
 
 
 def _fields(cls) -> dict[str, dataclasses.Field]:
+    if not dataclasses.is_dataclass(cls):
+        raise ValueError(f"expected a settings dataclass (PretrainArgs, FineTuneSettings, …), got {cls!r}")
     return {f.name: f for f in dataclasses.fields(cls)}
+
+
+def _field(cls, name: str) -> dataclasses.Field:
+    fields = _fields(cls)
+    if name not in fields:
+        raise ValueError(f"{cls.__name__} has no field {name!r}: its fields are {', '.join(fields)}")
+    return fields[name]
 
 
 def ranges(cls) -> dict[str, Range]:
@@ -88,7 +100,7 @@ def resumable(cls) -> tuple[str, ...]:
 
 
 def help_of(cls, name: str) -> str:
-    return _fields(cls)[name].metadata.get("help", "")
+    return _field(cls, name).metadata.get("help", "")
 
 
 def flag_of(name: str) -> str:
@@ -96,21 +108,50 @@ def flag_of(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def check_value(cls, name: str, value) -> None:
-    """`value` for field `name` of `cls` in its declared range, or a ValueError naming the flag, the value, the
-    field and what is allowed."""
+def check_value(cls, name: str, value, flags: bool = True) -> None:
+    """`value` for field `name` of `cls` in its declared range, or a ValueError naming the value, the field and
+    what is allowed: as a command line spells it (`--max-len 3 (max_len=3)`), or with `flags=False` as a Python
+    call does (`max_length=2`, and the type of a value of the wrong kind)."""
     r = ranges(cls).get(name)
     if r is None or (value is None and r.optional):
         return
-    flag, allowed = flag_of(name), r.describe()
+    given, allowed = f"{flag_of(name)} {value!r} ({name}={value!r})" if flags else f"{name}={value!r}", r.describe()
     what = f", {r.what}" if r.what else ""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral if r.whole else numbers.Real):
-        raise ValueError(f"{flag} {value!r} ({name}={value!r}): must be {allowed}{what}")
+        kind = "" if flags else f" ({type(value).__name__})"
+        raise ValueError(f"{given}{kind}: must be {allowed}{what}")
     if not r.contains(value):
-        raise ValueError(f"{flag} {value!r} ({name}={value!r}) is out of range: it must be {allowed}{what}")
+        raise ValueError(f"{given} is out of range: it must be {allowed}{what}")
 
 
-def check_given(cls, options: dict) -> None:
+def check_given(cls, options: dict, flags: bool = True) -> None:
     """Every value in `options` (field: value, as a caller passed them) in its declared range."""
     for name, value in options.items():
-        check_value(cls, name, value)
+        check_value(cls, name, value, flags)
+
+
+def flag_help(cls, name: str) -> str:
+    """A field's help as its flag shows it: the help, the range, whether resume may change it (% escaped for
+    argparse)."""
+    meta = _field(cls, name).metadata
+    said = meta.get("help", "") + (f"; {meta['range'].describe()}" if meta.get("range") else "")
+    return (said + ("; may change with --resume" if meta.get("resumable") else "")).replace("%", "%%")
+
+
+def add_flags(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = ()) -> None:
+    """One flag per field of `cls` but those in `skip`, typed by its annotation: a bool is --x / --no-x, a list
+    takes one or more values, a number or a string one; each with the field's default and `flag_help`."""
+    fields = _fields(cls)
+    if isinstance(skip, str) or set(skip) - set(fields):
+        raise ValueError(f"skip must be a tuple of {cls.__name__}'s field names ({', '.join(fields)}), got {skip!r}")
+    for f in fields.values():
+        if f.name in skip:
+            continue
+        flag, default, kind, said = flag_of(f.name), f.default, str(f.type), flag_help(cls, f.name)
+        if kind.startswith("bool"):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default, help=said)
+        elif kind.startswith("list"):
+            parser.add_argument(flag, nargs="+", default=default, help=said)
+        else:
+            cast = int if kind.startswith("int") else float if kind.startswith("float") else str
+            parser.add_argument(flag, type=cast, default=default, help=said + f" (default: {default})")

@@ -135,9 +135,29 @@ def _fake_fill_mask():
 # ---- the house look, for every figure -------------------------------------------------------------------------
 
 def test_every_public_function_has_a_figure_here(figures):
-    from bertlab.viz import figures as module
-    makers = {name for name in module.__all__ if name.islower() and name != "sinusoidal_positions"}
+    """Every figure of the subjects this file covers (inspection, intervention and replay have their own tests)."""
+    from bertlab.viz.figures import attention, context, embeddings, fill_mask, heads, masking, nsp, training
+    modules = (embeddings, attention, masking, nsp, fill_mask, heads, context, training)
+    makers = {name for m in modules for name in m.__all__
+              if name.islower() and name not in ("sinusoidal_positions", "sparse_ticks")}
     assert makers == set(figures)
+
+
+def test_every_figure_is_importable_from_the_package_and_from_viz():
+    """The figures package is one place to import from: each subject module's names are the package's, and
+    every figure the package lists is bertlab.viz's too (the views' helper sparse_ticks aside)."""
+    import importlib
+    import pkgutil
+
+    from bertlab.viz import figures as package
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"bertlab.viz.figures.{info.name}")
+        if info.name == "look":
+            continue                                        # the look's helpers are for figure makers
+        for name in set(module.__all__) - {"MAX_TICKS", "ALL_HEADS", "largest_guess"}:   # constants, a replay helper
+            assert name in package.__all__ and getattr(package, name) is getattr(module, name), (info.name, name)
+    public = [n for n in package.__all__ if n.islower() and n not in ("sparse_ticks", "note_figure", "saliency_rows")]
+    assert [n for n in public if getattr(viz, n, None) is not getattr(package, n)] == []
 
 
 def test_every_figure_shares_the_look_and_serialises_offline(figures):

@@ -24,7 +24,7 @@ pytest.importorskip("plotly", reason="the figures need plotly (the notebooks ext
 from bertlab.probe.layers import probe_layers  # noqa: E402
 from bertlab.probe.nearest import nearest_contexts  # noqa: E402
 from bertlab.probe.neurons import attention_neurons  # noqa: E402
-from bertlab.viz.inspection import (  # noqa: E402
+from bertlab.viz.figures import (  # noqa: E402
     contextuality_figure,
     head_types_figure,
     nearest_contexts_figure,

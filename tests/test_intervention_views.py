@@ -11,7 +11,7 @@ pytest.importorskip("ipywidgets", reason="the widgets need the notebooks extra (
 from bertlab.probe.minimal_pairs import compare_fill  # noqa: E402
 from bertlab.probe.mixing import context_mixing, mixing_scoreboard  # noqa: E402
 from bertlab.probe.patching import patch  # noqa: E402
-from bertlab.viz import intervention as F  # noqa: E402
+from bertlab.viz import figures as F  # noqa: E402
 from bertlab.viz import widgets as W  # noqa: E402
 from bertlab.viz.views import same_figure  # noqa: E402
 from testkit import bundled, no_hooks_anywhere  # noqa: E402

@@ -7,6 +7,8 @@ mode. Tolerances are for float32 on the CPU.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -371,3 +373,11 @@ def test_a_batch_is_independent_of_its_neighbours(odd_model):
         together = odd_model(**b).last_hidden_state[0]
         alone = odd_model(**{k: v[:1] for k, v in b.items()}).last_hidden_state[0]
     assert max_err(together, alone) <= ATOL
+
+
+def test_the_model_reads_in_one_sitting():
+    """DESIGN's budget: model/ (embeddings → attention → encoder → Bert → heads) stays under 600 lines."""
+    import bertlab.model
+    folder = Path(bertlab.model.__file__).parent
+    lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in folder.glob("*.py"))
+    assert lines < 600, f"bertlab/model/ is {lines} lines: move what is not the model's computation out"

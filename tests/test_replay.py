@@ -15,7 +15,8 @@ from test_trainer import TINY  # noqa: E402
 
 from bertlab.pretraining import read_snapshots  # noqa: E402
 from bertlab.pretraining.trainer import pretrain  # noqa: E402
-from bertlab.viz.replay import ALL_HEADS, SnapshotReplay, intra_similarity_figure, snapshot_figure  # noqa: E402
+from bertlab.viz.figures import intra_similarity_figure, snapshot_figure  # noqa: E402
+from bertlab.viz.replay import ALL_HEADS, SnapshotReplay  # noqa: E402
 from bertlab.viz.views import controls as C  # noqa: E402
 from bertlab.viz.views import same_figure, unpack  # noqa: E402
 from testkit import corpus, one_thread  # noqa: E402,F401  (fixtures)

@@ -18,6 +18,8 @@ import os
 import sys
 from pathlib import Path
 
+from .. import settings
+from ..finetuning.loop import FineTuneSettings
 from .records import read_json
 from .studies import STUDIES, study_spec
 
@@ -34,11 +36,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--val", help="validation records (.jsonl): scored at the end; QA chooses τ on them")
     p.add_argument("--test", help="test records (.jsonl): scored once, after training")
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--steps", type=int, default=100)
-    p.add_argument("--lr", type=float, default=3e-4)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval-every", type=int, default=None, help="score --val every N steps too")
+    settings.add_flags(p, FineTuneSettings, skip=("task",))   # --steps, --lr, …: each field's help, range, default
     p.add_argument("--device", default=None)
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="show a progress bar")
 

@@ -5,8 +5,8 @@ but trains on the wrong thing (a one-class "classifier" that is really a regress
 classes, a tag that silently lands on the next word) wastes more. So everything is checked here, before any
 training, and each error names the split and record (or the file and line), the field, and what to do:
 
-- the settings (`FineTuneSettings`), each number against the range where it means something (`RANGES`, the
-  same shape as pre-training's table in pretraining/checks.py, so the two can share one later);
+- the settings (`FineTuneSettings`), each number against the range its field declares (bertlab/settings.py,
+  as pre-training's `PretrainArgs`);
 - the records of every split: their fields and the types of those fields, one form per set;
 - the labels: one type per task (whole numbers or strings, never both), at least two classes in `train`,
   and every label of `val` and `test` one that `train` defines;
@@ -17,49 +17,20 @@ training, and each error names the split and record (or the file and line), the 
 
 from __future__ import annotations
 
-import math
-import numbers
 import os
 
+from .. import settings
 from ..model.heads import BertForPreTraining
 from .tasks import FIELDS, HEADS, TASKS, answer_span
 
-# field: (whole number?, lowest, is the lowest allowed?, highest or None, is the highest allowed?, what it is)
-RANGES = {
-    "steps": (True, 1, True, None, False, "optimizer steps"),
-    "batch_size": (True, 1, True, None, False, "records per step (a choice record counts once, with its endings)"),
-    "lr": (False, 0, False, None, False, "the peak learning rate, e.g. 3e-4"),
-    "seed": (True, 0, True, 2**63 - 1, True, "the random seed"),
-    "warmup": (False, 0, True, 1, False, "the share of the steps spent warming up, e.g. 0.1"),
-    "weight_decay": (False, 0, True, None, False, "AdamW's weight decay, e.g. 0.01 (a negative one grows the "
-                                                  "weights)"),
-    "eps": (False, 0, False, None, False, "AdamW's epsilon, e.g. 1e-6"),
-    "clip": (False, 0, False, None, False, "the gradient-norm threshold, e.g. 1.0, or None for no clipping (a "
-                                           "negative one reverses the gradient)"),
-    "eval_every": (True, 1, True, None, False, "steps between scores on val, or None for the end only"),
-    "max_length": (True, 3, True, None, False, "tokens an input is cut to, or None to cut nothing ([CLS] A [SEP] "
-                                               "B [SEP] needs 3 of them)"),
-}
-OPTIONAL = ("clip", "eval_every", "max_length")       # None is allowed: no clipping, the end only, no cutting
 
-
-def check_settings(settings) -> None:
-    """Each field of a `FineTuneSettings` in its range, else a ValueError naming it, the value and the range."""
-    if settings.task not in TASKS:
-        raise ValueError(f"unknown task {settings.task!r}: choose one of {', '.join(TASKS)} "
+def check_settings(s) -> None:
+    """Each field of a `FineTuneSettings` in the range its field declares (bertlab/settings.py, the same check as
+    pre-training's), else a ValueError naming it, the value and the range."""
+    if s.task not in TASKS:
+        raise ValueError(f"unknown task {s.task!r}: choose one of {', '.join(TASKS)} "
                          "(load_task's sets are named topic, follows, tagging, qa, choice)")
-    for name, (whole, low, low_ok, high, high_ok, what) in RANGES.items():
-        value = getattr(settings, name)
-        if value is None and name in OPTIONAL:
-            continue
-        kind = "a whole number" if whole else "a finite number"
-        allowed = (f"{kind} {'≥' if low_ok else '>'} {low}" if high is None else
-                   f"{kind} in {'[' if low_ok else '('}{low}, {high}{']' if high_ok else ')'}")
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral if whole else numbers.Real):
-            raise ValueError(f"{name}={value!r} ({type(value).__name__}): must be {allowed}, {what}")
-        if not _finite(value) or value < low or (value == low and not low_ok) or (
-                high is not None and (value > high or (value == high and not high_ok))):
-            raise ValueError(f"{name}={value!r} is out of range: it must be {allowed}, {what}")
+    settings.check_given(type(s), vars(s), flags=False)
 
 
 def check_call(progress, callbacks) -> None:
@@ -72,13 +43,6 @@ def check_call(progress, callbacks) -> None:
     for cb in callbacks:
         if not callable(cb):
             raise ValueError(f"callbacks must be a list of functions, but one is {cb!r} ({type(cb).__name__})")
-
-
-def _finite(value) -> bool:
-    try:
-        return math.isfinite(value)
-    except (TypeError, OverflowError):
-        return False
 
 
 # ---- records ---------------------------------------------------------------------------------------------

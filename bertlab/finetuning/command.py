@@ -21,6 +21,7 @@ only then is --test scored: a test set that fails to score never throws the trai
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -48,11 +49,6 @@ def extend_parser(p) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="fine-tune into an --out that holds a run or a model (another fine-tuning or pre-training run, "
                         "a save, the --model folder), replacing it once the new run has trained")
-    p.add_argument("--max-length", type=int, default=None,
-                   help="cut longer inputs to this many tokens (default: cut nothing; an input longer than the "
-                        "model's positions is refused)")
-    p.add_argument("--warmup", type=float, default=0.1, help="share of the steps spent warming up (default: 0.1)")
-    p.add_argument("--clip", type=float, default=1.0, help="gradient-norm clipping threshold (default: 1.0)")
     for action in p._actions:
         if action.dest == "out":
             action.help = ("folder for the model, metrics.jsonl and result.json (made if missing; one that holds a "
@@ -171,7 +167,7 @@ def _run(args) -> int:
     from ..checkpoint import load, save
     from ..pretraining.runfolder import locked
     from . import checks
-    from .loop import NonFiniteLoss, _train, prepare
+    from .loop import FineTuneSettings, NonFiniteLoss, _train, prepare
 
     for flag, value in (("--model", args.model), ("--out", args.out), ("--train", args.train)):
         if not value.strip():
@@ -183,9 +179,8 @@ def _run(args) -> int:
     val = read_jsonl(args.val, "--val") if args.val else None
     test = read_jsonl(args.test, "--test") if args.test else None
     model, tokenizer = load(args.model, device=args.device)
-    result = prepare(model, tokenizer, train, val, task=args.task, steps=args.steps, lr=args.lr,
-                     batch_size=args.batch_size, seed=args.seed, progress=args.progress, device=args.device,
-                     eval_every=args.eval_every, max_length=args.max_length, warmup=args.warmup, clip=args.clip)
+    given = {f.name: getattr(args, f.name) for f in dataclasses.fields(FineTuneSettings)}   # its flags (commands.py)
+    result = prepare(model, tokenizer, train, val, **given, progress=args.progress, device=args.device)
     if test is not None:                 # the test set against the head that will be trained, before training
         checks.check_records(args.task, test, "--test")
         checks.check_head(args.task, result.model, test, result.labels, against="--train")

@@ -26,29 +26,52 @@ from ..checkpoint import load
 from ..model.bert import Bert
 from ..optim import NonFiniteLoss, adamw, clip, lr_at, set_lr, stop_if_not_finite
 from ..probe.running import check_pair
+from ..settings import Range, setting
 from ..utils import default_device, set_seed
 from . import checks
 from .metrics import choose_tau, evaluate_task, qa_scores
 from .tasks import HEADS, METRIC, encode, make_head
 
 log = logging.getLogger("bertlab")
+WHOLE_1 = dict(whole=True, low=1)
 
 
 @dataclass
 class FineTuneSettings:
-    """Everything that decides a fine-tuning run's numbers (with the data and the starting weights). Each field's
-    range, and the check against it, is in checks.py (`RANGES`, `check_settings`): one place for both."""
-    task: str
-    steps: int
-    lr: float
-    batch_size: int
-    seed: int = 0
-    warmup: float = 0.1            # share of the steps spent warming up
-    weight_decay: float = 0.01
-    eps: float = 1e-6              # AdamW's epsilon (Google's BERT: 1e-6; PyTorch's default: 1e-8)
-    clip: float | None = 1.0       # gradient-norm clipping; None: none
-    eval_every: int | None = None  # score `val` every N steps (and always at the end)
-    max_length: int | None = None  # truncate longer inputs to this many tokens (None: never truncate)
+    """Everything that decides a fine-tuning run's numbers (with the data and the starting weights).
+
+    Each field carries its help and the range in which it means something (bertlab/settings.py): `finetune`
+    checks the values against them (`checks.check_settings`) and `bertlab finetune` makes its flags from them,
+    so the defaults, the ranges, the messages and `--help` are one list.
+    """
+    task: str = setting(help="classify, tag, qa or choice")
+    steps: int = setting(100, "optimizer steps", range=Range(**WHOLE_1, what="optimizer steps"))
+    lr: float = setting(3e-4, "peak learning rate",
+                        range=Range(low=0, low_ok=False, what="the peak learning rate, e.g. 3e-4"))
+    batch_size: int = setting(16, "records per optimizer step",
+                              range=Range(**WHOLE_1, what="records per step (a choice record counts once, with its "
+                                                          "endings)"))
+    seed: int = setting(0, "the random seed (the new head's weights, the order of the records)",
+                        range=Range(whole=True, low=0, high=2**63 - 1, high_ok=True, what="the random seed"))
+    warmup: float = setting(0.1, "the share of the steps spent warming up linearly, then linear decay to zero",
+                            range=Range(low=0, high=1, what="the share of the steps spent warming up, e.g. 0.1"))
+    weight_decay: float = setting(0.01, "AdamW's weight decay, not applied to biases and LayerNorm",
+                                  range=Range(low=0, what="AdamW's weight decay, e.g. 0.01 (a negative one grows "
+                                                          "the weights)"))
+    eps: float = setting(1e-6, "AdamW's epsilon (Google's BERT: 1e-6; PyTorch's default: 1e-8)",
+                         range=Range(low=0, low_ok=False, what="AdamW's epsilon, e.g. 1e-6"))
+    clip: float | None = setting(1.0, "gradient-norm clipping threshold (None in Python: no clipping)",
+                                 range=Range(low=0, low_ok=False, optional=True,
+                                             what="the gradient-norm threshold, e.g. 1.0, or None for no clipping "
+                                                  "(a negative one reverses the gradient)"))
+    eval_every: int | None = setting(None, "score val every N steps too (it is always scored at the end)",
+                                     range=Range(**WHOLE_1, optional=True,
+                                                 what="steps between scores on val, or None for the end only"))
+    max_length: int | None = setting(None, "cut longer inputs to this many tokens (None: cut nothing; an input "
+                                           "longer than the model's positions is refused)",
+                                     range=Range(whole=True, low=3, optional=True,
+                                                 what="tokens an input is cut to, or None to cut nothing ([CLS] A "
+                                                      "[SEP] B [SEP] needs 3 of them)"))
 
 
 @dataclass

@@ -14,7 +14,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from ..probe.fill_mask import Guess
-from ..viz.look import COLORS, SEQUENTIAL, finish, token_labels
+from ..viz.figures.look import COLORS, SEQUENTIAL, finish, token_labels
 from .atlas import HeadAtlas
 from .diff import ModelDiff
 

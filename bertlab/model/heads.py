@@ -1,13 +1,12 @@
 """Task heads on top of `Bert`: what the paper pre-trains with (MLM + NSP) and what it fine-tunes (figure 4).
 
 Each head takes a `Bert` (to share or reuse a trained encoder) or a `BertConfig` (for a fresh one), keeps
-the encoder at `.bert`, and returns logits and, when given labels, a loss. Attribute names follow the
-original checkpoints (`cls.predictions.transform`, `cls.seq_relationship`, `classifier`, `qa_outputs`).
+the encoder at `.bert`, and returns logits and, when given labels, a loss (the records it returns are in
+bertlab/outputs.py). Attribute names follow the original checkpoints (`cls.predictions.transform`,
+`cls.seq_relationship`, `classifier`, `qa_outputs`).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -15,9 +14,9 @@ from torch import nn
 
 from ..config import HIDDEN_ACTS, BertConfig
 from ..inputs import check_label_shape, check_labels, flatten_choices
+from ..outputs import HeadOutput, PreTrainingOutput, QuestionAnsweringOutput
 from ..utils import default_device
-from .bert import Bert, BertModule, BertOutput
-from .embeddings import EmbeddingParts
+from .bert import Bert, BertModule
 
 IGNORE = -100  # label value for positions that carry no loss, as PyTorch's cross_entropy expects
 
@@ -67,7 +66,7 @@ class BertLMPredictionHead(nn.Module):
         self.transform = BertPredictionHeadTransform(config)
         self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         self.decoder.weight = word_embeddings.weight  # tied
-        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size, device=word_embeddings.weight.device))
 
     def forward(self, x):                                   # (..., H) → (..., V)
         return F.linear(self.transform(x), self.decoder.weight, self.bias)
@@ -90,43 +89,6 @@ def masked_lm(head: BertLMPredictionHead, sequence_output: torch.Tensor, labels:
     return logits, loss
 
 
-class EncoderViews:
-    """The encoder's `hidden_states`, `attentions` and `embeddings` read straight off a head's output.
-
-    transformers puts them on the head's output (`MaskedLMOutput.attentions`), so that is where its users
-    look first; bertlab keeps the whole `BertOutput` at `.bert` and these properties hand back the very
-    same tensors (no copy). `hidden_states` and `attentions` are None unless the forward asked for them.
-    """
-    bert: BertOutput
-
-    @property
-    def hidden_states(self) -> tuple[torch.Tensor, ...] | None:
-        """L + 1 of (B, T, H), the embedding output first (`output_hidden_states=True`), else None."""
-        return self.bert.hidden_states
-
-    @property
-    def attentions(self) -> tuple[torch.Tensor, ...] | None:
-        """L of (B, heads, T, T) (`output_attentions=True`), else None."""
-        return self.bert.attentions
-
-    @property
-    def embeddings(self) -> EmbeddingParts:
-        """The input embeddings: token, segment and position parts, their sum, and after LayerNorm."""
-        return self.bert.embeddings
-
-
-@dataclass
-class PreTrainingOutput(EncoderViews):
-    """`prediction_logits` has two shapes: (B, T, V) without `labels`, every position scored; with `labels`,
-    (N, V) for the N labelled positions only, in row-major order (`logits[i]` is `labels[labels != -100][i]`)."""
-    loss: torch.Tensor | None                  # mlm_loss + nsp_loss, given both labels
-    mlm_loss: torch.Tensor | None
-    nsp_loss: torch.Tensor | None
-    prediction_logits: torch.Tensor            # (B, T, V), or (N, V) at the labelled positions: see above
-    seq_relationship_logits: torch.Tensor      # (B, 2): 0 = IsNext, 1 = NotNext
-    bert: BertOutput
-
-
 class BertForPreTraining(_Head):
     """Masked LM + next-sentence prediction: the paper's two pre-training tasks, trained together."""
 
@@ -136,7 +98,6 @@ class BertForPreTraining(_Head):
         self.cls.predictions = BertLMPredictionHead(self.config, self.bert.embeddings.word_embeddings)
         self.cls.seq_relationship = nn.Linear(self.config.hidden_size, 2)  # 0 = IsNext, 1 = NotNext
         self._init_new(self.cls.predictions.transform, self.cls.seq_relationship)
-        self.cls.to(self.device)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None,
                 next_sentence_label=None, output_attentions=False, output_hidden_states=False) -> PreTrainingOutput:
@@ -151,18 +112,6 @@ class BertForPreTraining(_Head):
         return PreTrainingOutput(sum(parts) if parts else None, mlm_loss, nsp_loss, logits, nsp_logits, out)
 
 
-@dataclass
-class HeadOutput(EncoderViews):
-    """What the masked-LM and classifier heads return. A masked LM's `logits` are (B, T, V) without `labels` and
-    (N, V) at the N labelled positions with them, as `PreTrainingOutput.prediction_logits`."""
-    loss: torch.Tensor | None
-    logits: torch.Tensor    # MLM (B, T, V) or (N, V); sequence (B, num_labels); token (B, T, num_labels); choice (B, C)
-    bert: BertOutput
-
-
-MaskedLMOutput = ClassifierOutput = HeadOutput  # the names it had when there were two, still used by scripts
-
-
 class BertForMaskedLM(_Head):
     """Masked LM alone: fill in [MASK] from both sides (the MLM half of pre-training, no NSP head).
 
@@ -175,7 +124,6 @@ class BertForMaskedLM(_Head):
         self.cls = nn.Module()
         self.cls.predictions = BertLMPredictionHead(self.config, self.bert.embeddings.word_embeddings)
         self._init_new(self.cls.predictions.transform)
-        self.cls.to(self.device)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None,
                 output_attentions=False, output_hidden_states=False) -> HeadOutput:
@@ -256,15 +204,6 @@ class BertForMultipleChoice(_Classifier):
     def loss(self, logits, labels):
         check_labels(labels, logits.shape[1])
         return F.cross_entropy(logits.float(), labels.view(-1))
-
-
-@dataclass
-class QuestionAnsweringOutput(EncoderViews):
-    """Span scores for every token: the answer runs from argmax(start_logits) to argmax(end_logits)."""
-    loss: torch.Tensor | None
-    start_logits: torch.Tensor                 # (B, T)
-    end_logits: torch.Tensor                   # (B, T)
-    bert: BertOutput
 
 
 class BertForQuestionAnswering(_Head):

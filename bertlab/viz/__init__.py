@@ -14,32 +14,35 @@ from .figures import (
                       attention_grid,
                       attention_heatmap,
                       attention_map_figure,
+                      contextuality_figure,
                       cosine_matrix,
                       drift_by_layer,
                       embedding_sum,
                       fill_mask_figure,
                       fill_mask_layers_figure,
+                      fill_shift_figure,
                       head_importance_figure,
+                      head_types_figure,
+                      intra_similarity_figure,
                       lr_schedule,
                       masking_figure,
-                      nsp_figure,
-                      position_similarity,
-                      projection_2d,
-                      sinusoidal_positions,
-                      training_curves,
-)
-from .inspection import (
-                      contextuality_figure,
-                      head_types_figure,
+                      mixing_figure,
                       nearest_contexts_figure,
                       nearest_contexts_html,
                       neuron_figure,
+                      nsp_figure,
+                      patching_figure,
+                      position_similarity,
                       probe_layers_figure,
+                      projection_2d,
                       saliency_figure,
+                      scoreboard_figure,
+                      sinusoidal_positions,
+                      snapshot_figure,
+                      training_curves,
 )
-from .intervention import fill_shift_figure, mixing_figure, patching_figure, scoreboard_figure
 from .neuron_view import neuron_view, neuron_view_html
-from .replay import SnapshotReplay, intra_similarity_figure, snapshot_figure
+from .replay import SnapshotReplay
 from .widgets import (
                       AttentionExplorer,
                       ContextExplorer,

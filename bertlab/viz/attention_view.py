@@ -3,7 +3,7 @@
 bertviz (bertviz_views.py) draws every token as an SVG row and every weight as a line, which gets hard to
 read past ~60 tokens. `AttentionView` is for what bertviz lacks: long inputs (up to the model's 512
 positions), a batch of texts, and export to a standalone HTML file (plotly.js inlined, layer and head
-chosen in the page) or a PNG. Its heatmaps have the look of every other figure (bertlab.viz.look).
+chosen in the page) or a PNG. Its heatmaps have the look of every other figure (bertlab.viz.figures.look).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from ..inputs import check_vocabularies
 from ..probe import attention_weights
-from .look import SEQUENTIAL, check_index, check_indices, finish, token_labels
+from .figures.look import SEQUENTIAL, check_index, check_indices, finish, token_labels
 
 __all__ = ["AttentionView", "check_texts", "TOKEN_TICKS_MAX"]
 

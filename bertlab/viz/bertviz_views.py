@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .attention_view import AttentionView, check_texts
-from .look import check_index, check_indices
+from .figures.look import check_index, check_indices
 
 if TYPE_CHECKING:
     from IPython.display import HTML

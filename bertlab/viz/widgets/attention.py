@@ -20,7 +20,7 @@ from ... import probe
 from ...probe.attention_maps import AttentionMap
 from .. import figures as F
 from ..bertviz_views import BERTVIZ_MAX_TOKENS, head_view_html
-from ..look import token_labels
+from ..figures.look import token_labels
 from ..views import controls as W
 from ..views.base import typed_array
 from .base import WIDE, WITH_HEADS, Widget, controls_row, show_figure, show_html, text_arg

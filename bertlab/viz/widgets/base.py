@@ -28,7 +28,7 @@ import plotly.graph_objects as go
 
 from ... import probe
 from ...checkpoint import load
-from ..look import check_index
+from ..figures.look import check_index
 from ..views import View
 from ..views import controls as W
 from ..views import show_figure as _show_figure

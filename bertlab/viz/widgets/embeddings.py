@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from ... import probe
 from .. import figures as F
-from ..look import EMBEDDING_PARTS, token_labels
+from ..figures.look import EMBEDDING_PARTS, token_labels
 from ..views import controls as W
 from .base import WIDE, Widget, controls_row, show_figure, text_arg
 

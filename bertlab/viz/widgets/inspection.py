@@ -7,7 +7,7 @@
     c = ContextSearch("He sat on the bank of the river.", "bank")
     c.layer.value = 0                  # c.result.hits: at the embedding output the ranking is noise
 
-They share the `Widget` base of base.py (a model menu, a message line, state a test can set and read). The figures are bertlab.viz.inspection's; the numbers come from the
+They share the `Widget` base of base.py (a model menu, a message line, state a test can set and read). The figures are bertlab.viz.figures.inspection's; the numbers come from the
 probes in bertlab.probe.neurons, .saliency and .nearest.
 """
 
@@ -17,7 +17,7 @@ from ...probe import has_mlm_head
 from ...probe.nearest import nearest_contexts
 from ...probe.neurons import attention_neurons
 from ...probe.saliency import METHODS, IntegratedGradients, saliency
-from ..inspection import nearest_contexts_html, neuron_figure, saliency_figure
+from ..figures.inspection import nearest_contexts_html, neuron_figure, saliency_figure
 from ..neuron_view import NEURON_VIEW_MAX_TOKENS, neuron_view_html
 from ..views import controls as W
 from .base import WIDE, WITH_HEADS, Widget, controls_row, show_figure, show_html, text_arg, whole_arg

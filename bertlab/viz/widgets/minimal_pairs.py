@@ -22,7 +22,7 @@ import plotly.graph_objects as go
 from ... import probe
 from ...probe.minimal_pairs import FillComparison, compare_fill
 from ...probe.patching import DIRECTIONS, SITES, Patching, patch
-from .. import intervention as F
+from .. import figures as F
 from ..views import controls as W
 from .base import WIDE, Widget, controls_row, show_figure
 

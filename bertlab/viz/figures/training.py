@@ -3,7 +3,7 @@
     training_curves("runs/tiny/metrics.jsonl")      # MLM and NSP loss and accuracy over the steps
     lr_schedule(steps=300, warmup=30, peak=1e-3)     # warm-up then linear decay, as the trainer runs it
 
-Pure functions of the logged rows, in the shared look of bertlab.viz.look; none runs a model.
+Pure functions of the logged rows, in the shared look of bertlab.viz.figures.look; none runs a model.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..pretraining.schedule import lr_at
+from ...pretraining.schedule import lr_at
 from .look import PALETTE, finish
 
 __all__ = ["training_curves", "lr_schedule"]

@@ -22,8 +22,8 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from ..probe import attention_rollout
-from ..probe.attention_maps import AttentionMap
+from ...probe import attention_rollout
+from ...probe.attention_maps import AttentionMap
 from .look import COLORS, DIVERGING, SEQUENTIAL, finish, token_labels
 
 __all__ = ["neuron_figure", "saliency_figure", "head_types_figure", "contextuality_figure",

@@ -1,8 +1,8 @@
 """One look for every figure: colours, layout, titles and token labels, plus the checks every figure makes.
 
-Every figure module (figures, context_figures, training_figures, inspection, attention_view, replay) and
-every widget draws with these, so a concept keeps its colour from notebook to notebook (the token part
-is always blue, NSP always orange, a [MASK] always light blue) and every title sits in the same place.
+Every figure module (this package's, and attention_view) and every widget draws with these, so a concept
+keeps its colour from notebook to notebook (the token part is always blue, NSP always orange, a [MASK]
+always light blue) and every title sits in the same place.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from ..inputs import check_tokens  # noqa: F401  (the probes check tokens the same way)
+from ...inputs import check_tokens  # noqa: F401  (the probes check tokens the same way)
 
 __all__ = ["COLORS", "PALETTE", "SEQUENTIAL", "DIVERGING", "LAYOUT", "EMBEDDING_PARTS", "finish",
            "token_labels", "shorten", "as_float", "check_index", "check_indices", "check_tokens"]

@@ -5,7 +5,7 @@
     drift_by_layer(vectors, sentences, word="bank")                             # how they move apart
     projection_2d(vectors, sentences, senses, word="bank")                      # a 2-D PCA, coloured by sense
 
-Pure functions of the probe's numbers, in the shared look of bertlab.viz.look; none runs a model.
+Pure functions of the probe's numbers, in the shared look of bertlab.viz.figures.look; none runs a model.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Sequence
 import plotly.graph_objects as go
 import torch
 
-from ..probe.cosine import cosine_distances
-from ..probe.projection import pca_2d
+from ...probe.cosine import cosine_distances
+from ...probe.projection import pca_2d
 from .look import COLORS, SEQUENTIAL, as_float, check_index, finish, shorten
 
 __all__ = ["cosine_matrix", "drift_by_layer", "projection_2d"]
