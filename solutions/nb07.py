@@ -67,4 +67,5 @@ def wrong_07_3():
     d = _distances(BANK + ["We met at the bank."])
     return [(float(d[-1, 6, 0:3].mean()), "the other group"), (1 - float(d[-1, 6, 3:6].mean()), "similarity"),
             (float(d[3, 6, 3:6].mean()), "the wrong layer"), (2.0, "off"),
+            (float(d[-1, 6, 3:].mean()), "itself included"),
             (round(float(d[-1, 6, 3:6].mean()), 1), "rounded further than asked")]

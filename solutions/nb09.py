@@ -51,7 +51,9 @@ def wrong_09_2():
             (lambda a, b: a["n"] > 1 and b["n"] > 1 and abs(a["mean"] - b["mean"]) > max(a["std"], b["std"]), "one spread"),
             (lambda a, b: a["n"] > 1 and b["n"] > 1 and a["mean"] - b["mean"] > a["std"] + b["std"], "direction"),
             (lambda a, b: a["mean"] != b["mean"], "no spread"), (lambda a, b: True, "off"),
-            (lambda a, b: None, "wrong type"), (clear_of_noise, "bertlab's own clear_of_noise"),
+            (lambda a, b: None, "wrong type"),
+            (lambda a, b: a["n"] > 2 and b["n"] > 2 and abs(a["mean"] - b["mean"]) > a["std"] + b["std"], "two seeds"),
+            (lambda a, b: abs(a["mean"] - b["mean"]) > max(a["std"], b["std"]), "one spread, one seed"), (clear_of_noise, "bertlab's own clear_of_noise"),
             (lambda a, b: bool(clear_of_noise(a, b)), "the library's function")]
 
 

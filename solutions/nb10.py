@@ -72,7 +72,8 @@ def wrong_10_2():
     singles = _loss(model, tokenizer, [(5, 10)]) + _loss(model, tokenizer, [(5, 7)]) - 2 * base
     both = ex_10_2()
     return [(singles, "the sum"), (both + base, "loss, not rise"), (-both, "sign"), (0.0, "off"), ("1.2", "a number"),
-            (round(both, 1), "rounded further than asked")]
+            (round(both, 1), "rounded further than asked"),
+            (round(_loss(model, tokenizer, [(5, 10)]) - base, 2), "one head only")]
 
 
 def ex_10_3():

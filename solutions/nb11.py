@@ -63,4 +63,5 @@ def wrong_11_2():
 
     return [(summed, "queries summed"), (averaged, "keys averaged"), (transposed, "transposed"),
             (lambda w, g: w, "wrong shape"), (lambda w, g: w.tolist(), "tensor"),
-            (thin_wrapper, "bertlab's own merge_word_pieces")]
+            (thin_wrapper, "bertlab's own merge_word_pieces"),
+            (lambda w, g: w[[x[0] for x in g]][:, [x[0] for x in g]], "first piece only")]

@@ -9,9 +9,10 @@ import json
 import torch
 
 import bertlab
-from bertlab.inside import SparseAutoencoder, assets, heldout_sentences, pos_corpus, trace
+from bertlab.inside import SparseAutoencoder, assets, heldout_sentences, load_card_rows, pos_corpus, trace
 
-BANK = "He took his money to the bank this morning."
+BANK = "He took his money to the bank this morning."      # the notebook's sentence
+RIVER = "The boat drifted to the muddy bank."             # 13.1's sentence
 
 
 def _model():
@@ -20,23 +21,26 @@ def _model():
 
 
 def ex_13_1():
-    """The argmax of the trace's row at 'bank'."""
+    """The argmax of the trace's row at 'bank' in the river sentence."""
     model, tokenizer = _model()
-    tokens, z = trace(model, tokenizer, SparseAutoencoder.load(assets()["sae"]), BANK)
+    tokens, z = trace(model, tokenizer, SparseAutoencoder.load(assets()["sae"]), RIVER)
     return int(z[tokens.index("bank")].argmax())
 
 
 def wrong_13_1():
     model, tokenizer = _model()
-    tokens, z = trace(model, tokenizer, SparseAutoencoder.load(assets()["sae"]), BANK)
+    sae = SparseAutoencoder.load(assets()["sae"])
+    tokens, z = trace(model, tokenizer, sae, RIVER)
+    money_tokens, money_z = trace(model, tokenizer, sae, BANK)
+    money_feature = int(money_z[money_tokens.index("bank")].argmax())      # printed in the notebook
     row = z[tokens.index("bank")]
     second = int(row.argsort(descending=True)[1])
-    at_money = int(z[tokens.index("money")].argmax())
-    others = [] if at_money == ex_13_1() or at_money in row.argsort(descending=True)[:32].tolist() else \
-        [(at_money, "another token")]
+    at_boat = int(z[tokens.index("boat")].argmax())
+    others = [] if at_boat == ex_13_1() or at_boat in row.argsort(descending=True)[:32].tolist() else \
+        [(at_boat, "another token")]
     # a 0-d tensor (what .argmax() gives) is read as the int it holds; a float, even a whole one, is no feature
     return [(second, "not the largest"), (torch.tensor(second), "not the largest"), (5000, "no such feature"),
-            ("7", "an int"), (float(ex_13_1()), "an int")] + others
+            ("7", "an int"), (float(ex_13_1()), "an int"), (money_feature, "the money sentence")] + others
 
 
 def _loss_recovered():
@@ -46,13 +50,15 @@ def _loss_recovered():
 
 
 def ex_13_2():
-    return round(_loss_recovered(), 2)
+    return round(_loss_recovered(), 3)
 
 
 def wrong_13_2():
     x = ex_13_2()
-    return [(round(100 * x, 1), "percent"), (round(1 - x, 2), "one minus"), ("half", "a number"),
-            (round(_loss_recovered(), 1), "rounded further than asked")]
+    on_120 = load_card_rows()["sae: bertlab-mini"]["loss_recovered"]        # the card's row: 120 sentences
+    return [(round(100 * x, 1), "percent"), (round(1 - x, 3), "one minus"), ("half", "a number"),
+            (round(_loss_recovered(), 1), "rounded further than asked"),
+            (round(_loss_recovered(), 2), "rounded further than asked"), (on_120, "120 sentences")]
 
 
 def ex_13_3():

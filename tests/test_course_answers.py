@@ -11,6 +11,7 @@ import importlib.util
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -93,7 +94,10 @@ def test_whole_reads_ints_in_every_form_and_nothing_else(given, expected):
 
 def test_pair_reads_tensors_and_leaves_the_rest_for_head_pair_to_refuse():
     assert answers.pair((torch.tensor(2), 3)) == (2, 3)
-    for odd in ((True, 1), (1.0, 2), "1, 2", (1, 2, 3), None, (torch.tensor([1]), 2)):
+    # a 1-D integer tensor or array of two: what `(s == s.max()).nonzero()[0]` gives (the second review)
+    assert answers.pair(torch.tensor([4, 11])) == (4, 11) and answers.pair(np.array([4, 5])) == (4, 5)
+    for odd in ((True, 1), (1.0, 2), "1, 2", (1, 2, 3), None, (torch.tensor([1]), 2), torch.tensor([4.0, 5.0]),
+                np.array([True, False]), torch.tensor([[4, 11]]), torch.tensor([1, 2, 3])):
         assert answers.pair(odd) is odd
 
 

@@ -4,7 +4,8 @@ Why a module of its own: the learner reviews found checks that read the same kin
 (`tensor(7)` refused where a float exercise took a 0-d tensor; 0.13 called a wrong method where the
 question wanted two decimals and the learner rounded). One home for each rule keeps them alike:
 
-- `whole(answer)`: an int, or an integer 0-d tensor or numpy scalar (`tensor(7)`), read as an int; `pair(answer)` does the same for a (layer, head) pair.
+- `whole(answer)`: an int, or an integer 0-d tensor or numpy scalar (`tensor(7)`), read as an int; `pair(answer)` does the same for a (layer, head) pair
+  (a tuple, a list, or a 1-D integer tensor or array of two).
 - `to_decimals(x, truth, decimals)`: right at the precision the question asks ("to two decimals"); a value
   that is the right one rounded to fewer decimals is called a rounding, never a wrong method.
 - `nearest(x, candidates, tolerance)`: which known mistake an answer is, and only when exactly one fits
@@ -56,7 +57,11 @@ def whole_or_wrong(answer, what: str = "an int"):
 
 def pair(answer):
     """A (layer, head) answer with its two parts read by `whole` (so `divmod(t.argmax(), 12)`'s tensors count);
-    anything else is returned as it came, for `head_pair` to refuse with its message."""
+    anything else is returned as it came, for `head_pair` to refuse with its message. A 1-D integer tensor or
+    array of two (what `(s == s.max()).nonzero()[0]` hands back) is read as the pair it holds."""
+    if getattr(answer, "ndim", None) == 1 and len(answer) == 2:
+        parts = [whole(x) for x in answer]           # its parts are 0-d: `whole` reads them, or refuses floats
+        return tuple(parts) if None not in parts else answer
     if isinstance(answer, (tuple, list)) and len(answer) == 2:
         parts = [whole(x) for x in answer]
         if all(p is not None for p in parts) and not any(isinstance(x, bool) for x in answer):

@@ -145,6 +145,10 @@ def _(answer):
     if said == "right":
         closer = "money" if money < river else "river"
         return right(f"now compare it with the river sentences: the unclear bank sits closer to the {closer} group")
+    itself = float(d[-1, 6, 3:].mean())                      # columns 3 to 6: the new sentence's own 0 included
+    if abs(x - itself) < 5e-4:
+        return wrong("that mean has four numbers: columns 3 onwards include the new sentence itself (distance 0); "
+                     "average its distances to the three money sentences only", kind="itself included")
     found = nearest(x, [(river, "that is the distance to the river sentences (columns 0 to 2)", "the other group"),
                         (1 - money, "that is the cosine similarity; the distance is 1 − similarity",
                          "similarity, not distance")]

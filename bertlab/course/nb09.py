@@ -82,7 +82,8 @@ def _cells():
     return [(c(0.50, 0.01), c(0.53, 0.01)), (c(0.50, 0.02), c(0.53, 0.02)), (c(0.50, 0.02), c(0.53, 0.00)),
             (c(0.53, 0.02), c(0.50, 0.02)), (c(0.60, 0.05), c(0.50, 0.04)), (c(0.60, 0.05), c(0.50, 0.06)),
             (c(0.60, 0.0, 1), c(0.50, 0.0, 1)), (c(0.60, 0.0, 3), c(0.50, 0.01, 1)), (c(0.44, 0.059), c(0.356, 0.0)),
-            (c(0.50, 0.03), c(0.53, 0.0)), (c(0.5, 0.0), c(0.5, 0.0)), (c(0.70, 0.08), c(0.50, 0.08))]
+            (c(0.50, 0.03), c(0.53, 0.0)), (c(0.5, 0.0), c(0.5, 0.0)), (c(0.70, 0.08), c(0.50, 0.08)),
+            (c(0.50, 0.01, 2), c(0.60, 0.01, 2)), (c(0.50, 0.05), c(0.53, 0.01))]
 
 
 @exercise("09.2", "When is a difference clear of seed noise?", difficulty=1, importance=3, minutes=5,
@@ -118,6 +119,12 @@ def _(answer):
              "compare with the two spreads added, not with one of them", "one spread"),
             (lambda a, b: a["n"] > 1 and b["n"] > 1 and a["mean"] - b["mean"] > a["std"] + b["std"],
              "the difference counts in either direction: use the absolute difference", "direction"),
+            (lambda a, b: a["n"] > 2 and b["n"] > 2 and gap(a, b) > a["std"] + b["std"],
+             "two seeds already give a spread: the rule asks for at least two seeds, not more than two",
+             "two seeds refused"),
+            (lambda a, b: gap(a, b) > max(a["std"], b["std"]),
+             "compare with the two spreads added, not with one of them; and a cell with one seed has no spread: "
+             "a difference against it cannot be called clear", "one spread, one seed"),
             (lambda a, b: gap(a, b) > 0,
              "any two means differ a little; compare the difference with the seed spreads", "no spread"),
         ]

@@ -103,7 +103,8 @@ def _(answer):
     model, tokenizer = loaded("bertlab-mini")
     base = _bank_loss(model, tokenizer, _TEXT, [])
     both = _bank_loss(model, tokenizer, _TEXT, [(5, 10), (5, 7)]) - base
-    singles = (_bank_loss(model, tokenizer, _TEXT, [(5, 10)]) - base) + (_bank_loss(model, tokenizer, _TEXT, [(5, 7)]) - base)
+    one = [_bank_loss(model, tokenizer, _TEXT, [head]) - base for head in ((5, 10), (5, 7))]
+    singles = sum(one)
     said = to_decimals(x, both, 2)
     if said == "rounded":
         return wrong(rounded_message(2), kind="rounded too far")
@@ -114,6 +115,9 @@ def _(answer):
     if abs(x - singles) < 0.005:
         return wrong("that is the sum of the two single-head rises; switch both off in one run and measure",
                      kind="the sum, not the joint ablation")
+    if any(abs(x - r) < 0.005 for r in one):
+        return wrong("that is the rise with one of the two heads off; switch both off in the same run",
+                     kind="one head only")
     if abs(x - (both + base)) < 0.005:
         return wrong("that is the loss itself; the question asks for the rise above the loss with every head on",
                      kind="loss, not rise")

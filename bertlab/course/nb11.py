@@ -105,6 +105,10 @@ def _(answer):
         if torch.allclose(out, truth.T, atol=1e-5):
             return wrong("rows and columns are swapped: rows are queries (where a word looks), columns keys",
                          kind="transposed")
+        first = [g[0] for g in groups]
+        if torch.allclose(out, att[first][:, first], atol=1e-5):
+            return wrong("that keeps each word's first piece only, so the attention to and from its other pieces is "
+                         "lost: use every piece of a word", kind="first piece only")
         rows = out.sum(-1)
         if (rows > 1 + 1e-4).any():
             return wrong("some rows sum to more than 1: average a word's query rows, do not add them",

@@ -103,7 +103,7 @@ _STORY = ("team", "lost", "final")                     # the notebook's off-topi
                   "(not 'boil' or a form of it, the notebook's), shares no word of four letters or more with A, and gets "
                   "P(IsNext) above 0.9",
           hints=["The patching map of the kettle pair showed which single word of B carried the judgement.",
-                 "The sentence stays about a football final; one or two words from the scene of a kettle on a stove "
+                 "The sentence stays about a team that lost a final; one or two words from the scene of a kettle on a stove "
                  "(not a word of A's, and not 'boil') can still make the head say IsNext.",
                  "Start from 'The team lost the final.' and put in one or two words from the scene of boiling water "
                  "(an adjective before 'final', a noun after it); test each with bertlab.next_sentence."])
@@ -134,7 +134,7 @@ def _(answer):
     model, tokenizer = loaded("bertlab-mini")
     p = next_sentence(model, tokenizer, _KETTLE, answer)
     if p > 0.9:
-        return right(f"P(IsNext) = {p:.3f} for a sentence about a football final: the head rewards a word of the "
+        return right(f"P(IsNext) = {p:.3f} for a sentence about a team that lost a final: the head rewards a word of the "
                      "kettle's scene, not coherence")
     return wrong(f"P(IsNext) = {p:.3f}: not yet above 0.9; put in a word from the scene of a kettle on a stove",
                  kind="not fooled")

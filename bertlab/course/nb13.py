@@ -13,7 +13,8 @@ import math
 from .answers import pair, rounded_message, to_decimals, whole_or_wrong
 from .registry import as_number, exercise, head_pair, loaded, normalise, not_a, right, wrong
 
-_BANK = "He took his money to the bank this morning."
+_BANK = "He took his money to the bank this morning."      # the notebook's sentence: its feature is printed there
+_RIVER = "The boat drifted to the muddy bank."             # the exercise's sentence: the learner traces it
 
 
 def _tasks() -> tuple[str, ...]:
@@ -27,17 +28,19 @@ def _sae():
     return SparseAutoencoder.load(assets()["sae"])
 
 
-def _features_at_bank() -> list[int]:
+def _features_at_bank(text: str = _RIVER) -> list[int]:
     from ..inside import trace
     model, tokenizer = loaded("bertlab-mini")
-    tokens, z = trace(model, tokenizer, _sae(), _BANK)
+    tokens, z = trace(model, tokenizer, _sae(), text)
     return z[tokens.index("bank")].argsort(descending=True).tolist()
 
 
-@exercise("13.1", "The feature that fires most at 'bank'", difficulty=1, importance=2, minutes=10,
-          expects="an int: a feature number of the shipped autoencoder (0 up to its width − 1)",
-          hints=["bertlab.inside.trace(model, tok, sae, text) gives the tokens and every feature's value at each.",
-                 "tokens, z = trace(model, tok, sae, 'He took his money to the bank this morning.'); the row of "
+@exercise("13.1", "The feature that fires most at a river 'bank'", difficulty=1, importance=2, minutes=10,
+          expects="an int: the feature of the shipped autoencoder (0 up to its width − 1) largest at 'bank' in "
+                  "'The boat drifted to the muddy bank.'",
+          hints=["bertlab.inside.trace(model, tok, sae, text) gives the tokens and every feature's value at each, "
+                 "as the notebook's cell for the money sentence does.",
+                 "tokens, z = trace(model, tok, sae, 'The boat drifted to the muddy bank.'); the row of "
                  "'bank' is z[tokens.index('bank')].",
                  "Take the argmax of that row, as an int."])
 def _(answer):
@@ -49,13 +52,16 @@ def _(answer):
         return wrong(f"the shipped autoencoder has features 0 to {width - 1}", kind="no such feature")
     order = _features_at_bank()
     if answer == order[0]:
-        return right("now read it: its top contexts in Features(...) and the words it promotes; is it about "
-                     "money, about banks, or about the token 'bank' whatever it means?")
+        return right("now read it: its top contexts in Features(...) and the words it promotes, beside the money "
+                     "sentence's feature; is either about money, about rivers, or about the token 'bank'?")
+    if answer == _features_at_bank(_BANK)[0]:
+        return wrong("that is the feature largest at 'bank' in the notebook's money sentence; trace the river "
+                     "sentence", kind="the money sentence")
     if answer in order[1:32]:
         return wrong("that feature is active at 'bank', but not the largest one", kind="not the largest")
     from ..inside import trace
     model, tokenizer = loaded("bertlab-mini")
-    tokens, z = trace(model, tokenizer, _sae(), _BANK)
+    tokens, z = trace(model, tokenizer, _sae(), _RIVER)
     if answer in z.argmax(-1).tolist():
         return wrong("that feature is the largest at another token of the sentence: read the row of 'bank'",
                      kind="another token")
@@ -69,18 +75,18 @@ def _loss_recovered() -> float:
 
 
 @exercise("13.2", "How much of the model survives the autoencoder?", difficulty=1, importance=3, minutes=10,
-          expects="a float between 0 and 1, to two decimals: the loss recovered on the first 60 held-out sentences",
+          expects="a float between 0 and 1, to three decimals: the loss recovered on the first 60 held-out sentences",
           hints=["sae_report gives the MLM loss clean, with the autoencoder spliced in, and with the layer zeroed.",
                  "Loss recovered = (zeroed − spliced) / (zeroed − clean); the report computes it as .loss_recovered.",
-                 "bertlab.sae_report(model, tok, sae, heldout_sentences(60)).loss_recovered, rounded to 2 decimals."])
+                 "bertlab.sae_report(model, tok, sae, heldout_sentences(60)).loss_recovered, rounded to 3 decimals."])
 def _(answer):
     x = as_number(answer)
     if x is None or not math.isfinite(x):
         return wrong("answer with a number, e.g. 0.5", kind="not a number")
     truth = _loss_recovered()
-    said = to_decimals(x, truth, 2)
+    said = to_decimals(x, truth, 3)          # three: the card's 120-sentence value is 0.004 away
     if said == "rounded":
-        return wrong(rounded_message(2), kind="rounded too far")
+        return wrong(rounded_message(3), kind="rounded too far")
     if said == "right":
         return right("a reconstruction that explains most of the variance can still cost the model a visible "
                      "part of its loss: that gap is what 'loss recovered' measures")
