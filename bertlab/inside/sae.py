@@ -238,6 +238,8 @@ def train_sae(model, tokenizer, texts=None, *, layer: int, width: int, k: int, s
 
     `lr` defaults to Gao et al.'s rule, 2e-4 / sqrt(width / 16384). `callback(step, loss)` is called after
     each step (a list of losses is the training curve). The model is only read (eval mode, no gradients).
+    The autoencoder trains on the model's device and stays there (`.cpu()` it, or `save` it, to ship it);
+    its random draws come from one CPU generator, so a seed gives the same rows on any device.
     """
     layer = check_layer(model, layer)
     width, k, steps = _positive_int("width", width), _positive_int("k", k), _positive_int("steps", steps)
@@ -256,7 +258,11 @@ def train_sae(model, tokenizer, texts=None, *, layer: int, width: int, k: int, s
     sae = SparseAutoencoder(d, width, k, layer)                 # checks k ≤ width before the slow part
     acts = residual_stream(model, tokenizer, texts, layer=layer, seed=seed,
                            **({} if max_tokens is None else {"max_tokens": max_tokens}))
-    h = acts.h                                                   # (N, H)
+    # train where the model is: the rows come back on the CPU (residual_stream keeps them there, so a corpus
+    # fits in host memory while collecting) and move once; on the CPU nothing moves, so its numbers are the same
+    device = base_model(model).device
+    h = acts.h.to(device)                                        # (N, H)
+    sae = sae.to(device)
     if not bool(torch.isfinite(h).all()):
         raise ValueError(f"the model's layer {layer} outputs nan or inf on these texts, so there is nothing to learn: "
                          "check the model's weights (a diverged training run?)")
@@ -275,7 +281,8 @@ def train_sae(model, tokenizer, texts=None, *, layer: int, width: int, k: int, s
         bar = tqdm(total=steps, desc=f"SAE layer {layer}")
     with torch.enable_grad():
         for step in range(steps):
-            x = h[torch.randint(len(h), (min(batch_size, len(h)),), generator=gen)]   # (B, H)
+            rows = torch.randint(len(h), (min(batch_size, len(h)),), generator=gen)   # drawn on the CPU: one stream
+            x = h[rows.to(device)]                                                    # (B, H)
             loss = (sae(x) - x).pow(2).sum(-1).mean() / variance   # the batch's FVU against the corpus variance
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -292,7 +299,7 @@ def train_sae(model, tokenizer, texts=None, *, layer: int, width: int, k: int, s
     if bar is not None:
         bar.close()
     with torch.no_grad():
-        top = torch.zeros(width)
+        top = torch.zeros(width, device=device)
         for chunk in h.split(8192):
             top = torch.maximum(top, sae.encode(chunk).max(0).values)
         sae.max_activation.copy_(top)
