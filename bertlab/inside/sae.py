@@ -44,7 +44,7 @@ from ..probe.fill_mask import Guess
 from ..probe.running import base_model, inference, max_length, mlm_head
 from .residual import check_layer, hook_name, masked_batches, residual_stream
 
-__all__ = ["SparseAutoencoder", "train_sae", "SAEReport", "sae_report", "steer", "FORMAT"]
+__all__ = ["SparseAutoencoder", "train_sae", "SAEReport", "sae_report", "steer", "steered_probabilities", "FORMAT"]
 
 FORMAT = "bertlab-sae/1"
 
@@ -424,18 +424,28 @@ def steer(model, tokenizer, sae: SparseAutoencoder, text: str, feature: int, val
     changes nothing at all. `positions`: "mask" (the [MASK] only, the default) or "all" (every real token).
     The hook is removed afterwards, and the model's mode and weights are untouched.
     """
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ValueError(f"top_k must be an int of at least 1, got {top_k!r}")
+    probs = steered_probabilities(model, tokenizer, sae, text, feature, value, positions)
+    p, ids = probs.topk(min(top_k, len(probs)))
+    return [Guess(tokenizer.id_to_token(i), q) for q, i in zip(p.tolist(), ids.tolist())]
+
+
+def steered_probabilities(model, tokenizer, sae: SparseAutoencoder, text: str, feature: int, value,
+                          positions="mask") -> torch.Tensor:
+    """The MLM head's whole distribution at the one `[MASK]` of `text`, (vocab,) on the CPU, with `feature`
+    clamped to `value` as `steer` clamps it; `value=None` clamps nothing (the model as it is, the same
+    forward pass without the hook). The steering view reads both, to draw every guess against its unclamped
+    probability."""
     head = mlm_head(model)
     sae = check_sae(model, sae)
     feature = sae.check_feature(feature)
-    number = _as_float(value)
-    if number is None or not math.isfinite(number):
+    number = None if value is None else _as_float(value)
+    if value is not None and (number is None or not math.isfinite(number)):
         raise ValueError(f"value must be a finite number (the feature's activation to impose; 0 switches it off), "
                          f"got {value!r}")
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise ValueError(f"top_k must be an int of at least 1, got {top_k!r}")
     if positions not in ("mask", "all"):
         raise ValueError(f"positions must be 'mask' (clamp at the [MASK] only) or 'all' (every token), got {positions!r}")
-    value = number
     if not isinstance(text, str) or text.count("[MASK]") != 1:
         raise ValueError("text must be a str with exactly one [MASK], where the model guesses, e.g. "
                          f"'The river [MASK] was muddy.'; got {text!r:.80}")
@@ -451,19 +461,18 @@ def steer(model, tokenizer, sae: SparseAutoencoder, text: str, feature: int, val
     def clamp(h, _name):                                                     # h: (1, T, H)
         z_f = sae.encode(h.float())[..., feature]                            # (1, T)
         edit = torch.zeros_like(z_f)
-        edit[0, at] = value - z_f[0, at]
+        edit[0, at] = number - z_f[0, at]
         return (h.float() + edit.unsqueeze(-1) * direction.to(h.device) * sae.scale).to(h.dtype)
 
     with inference(model), torch.no_grad():
-        with bert.hooks([(sae.hook_name, clamp)]):
+        with bert.hooks([(sae.hook_name, clamp)] if number is not None else []):
             last = bert(**{k: v.to(bert.device) for k, v in enc.to_tensors().items()}).last_hidden_state
         probs = head(last[0, where[0]]).float().softmax(-1)[:tokenizer.vocab_size].cpu()
     if not bool(torch.isfinite(probs).all()):
         top = float(sae.max_activation[feature])
-        raise ValueError(f"with feature {feature} clamped to {value:g} the model's guesses came out nan: the value is "
+        raise ValueError(f"with feature {feature} clamped to {number:g} the model's guesses came out nan: the value is "
                          f"too large for this model; try one near the feature's largest value in training ({top:.3g})")
-    p, ids = probs.topk(min(top_k, len(probs)))
-    return [Guess(tokenizer.id_to_token(i), q) for q, i in zip(p.tolist(), ids.tolist())]
+    return probs
 
 
 def report_json(report: SAEReport) -> str:

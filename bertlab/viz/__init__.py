@@ -40,6 +40,8 @@ from .inspection import (
 from .intervention import fill_shift_figure, mixing_figure, patching_figure, scoreboard_figure
 from .neuron_view import neuron_view, neuron_view_html
 from .replay import SnapshotReplay, intra_similarity_figure, snapshot_figure
+from .views.atlas import HeadAtlasView
+from .views.steer import SteeringView
 from .widgets import (
                       AttentionExplorer,
                       ContextExplorer,
@@ -70,7 +72,7 @@ __all__ = [
     # live widgets
     "AttentionExplorer", "MaskPlayground", "MaskingLab", "EmbeddingSumExplorer", "NSPExplorer",
     "ContextExplorer", "HeadAblation", "NeuronExplorer", "SaliencyExplorer", "ContextSearch", "MinimalPairs",
-    "SnapshotReplay",
+    "SnapshotReplay", "SteeringView", "HeadAtlasView",
     # the course: predict before a reveal, a quiz at the end
     "Predict", "Quiz",
 ]
