@@ -182,7 +182,7 @@ class SteeringView(Widget):
         text, f, v, where = self.text.value, self.feature.value, self.value.value, self.where.value
         key = (id(self.model), text)
         if key != self._baseline_key:
-            self._baseline_probs = None
+            self._baseline_key = self._baseline_probs = None      # a failure below leaves nothing stale
             self._baseline_probs = inside.steered_probabilities(self.model, self.tokenizer, self.sae, text, f, None)
             self._baseline_key = key
         before = self._baseline_probs
