@@ -41,8 +41,10 @@ def shipped_sae():
 
 
 class SteeringView(Widget):
-    """A sentence with one [MASK], a feature (by id, or from the features largest at the [MASK]), a value:
-    the guesses with the feature clamped there, against the guesses as they are.
+    """Clamp one autoencoder feature at a sentence's [MASK] and see its guesses move against the model's own.
+
+    Controls: the sentence (one [MASK]), the feature (by id, or from the features largest at the [MASK]), its
+    value, and where it is clamped.
 
     `sae`: a SparseAutoencoder of `model` (None: the shipped one, which reads bertlab-mini). `features`: a
     `bertlab.inside.Features` to describe features with (None: built on 100 held-out sentences when first
