@@ -167,6 +167,7 @@ def test_both_views_draw_and_answer_in_jupyterlab(lab, browser):
         # a click on the atlas's map: the kernel answers with that head's attention
         ids = json.loads(atlas_view.evaluate("v => JSON.stringify([...v.querySelectorAll('[data-kind=output]')]"
                                              ".map(o => o.dataset.id))"))
+        atlas_view.locator(f'[data-id="{ids[0]}"]').scroll_into_view_if_needed()    # on screen, to be clicked
         points = page.evaluate(POINTS, ids[0])
         x0, y0 = points["0.0"]
         name = max(points, key=lambda k: (points[k][0] - x0) ** 2 + (points[k][1] - y0) ** 2)
