@@ -248,3 +248,45 @@ def test_the_figures_refuse_mismatched_input(atlas):
         atlas_map_figure(torch.zeros(2, 2))
     with pytest.raises(ValueError, match="index must be an int"):
         atlas_head_figure(atlas, 0, 0, 5)
+
+
+# ---- steered_probabilities: the view's numbers, and its bad-input table ------------------------------------
+
+def test_steered_probabilities_are_steers_numbers_and_the_plain_model_without_a_value(tiny, sae):
+    model, tok = tiny
+    p = steered_probabilities(model, tok, sae, FILL, 5, 4.0)
+    top = bertlab.steer(model, tok, sae, FILL, 5, 4.0, top_k=3)
+    assert [p[tok.token_to_id(g.token)].item() for g in top] == [g.probability for g in top]
+    assert p.shape == (tok.vocab_size,) and abs(float(p.sum()) - 1) < 1e-4
+    plain = steered_probabilities(model, tok, sae, FILL, 5, None)
+    want = bertlab.fill_mask(model, tok, FILL, top_k=3).guesses[0]
+    assert np.allclose([plain[tok.token_to_id(g.token)].item() for g in want], [g.probability for g in want],
+                       atol=1e-6)
+    assert no_hooks_anywhere(model)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(value=float("nan")), "value must be a finite number"),
+    (dict(value="3"), "value must be a finite number"),
+    (dict(value=torch.ones(2)), "value must be a finite number"),
+    (dict(feature=-129), "feature must be an int in 0 … 127"),
+    (dict(feature=None), "feature must be an int"),
+    (dict(text="no mask here"), "exactly one \\[MASK\\]"),
+    (dict(text=["The [MASK] ran."]), "exactly one \\[MASK\\]"),
+    (dict(text="word " * 600 + "[MASK]"), "cut off"),
+    (dict(positions="some"), "positions must be 'mask'"),
+    (dict(sae=None), "sae must be a SparseAutoencoder"),
+])
+def test_steered_probabilities_refuses_bad_requests(tiny, sae, kwargs, match):
+    model, tok = tiny
+    args = dict(text=FILL, feature=5, value=1.0, sae=sae)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        steered_probabilities(model, tok, args["sae"], args["text"], args["feature"], args["value"],
+                              **({"positions": args["positions"]} if "positions" in args else {}))
+
+
+def test_steered_probabilities_needs_a_model_with_an_mlm_head(tiny, sae):
+    model, tok = tiny
+    with pytest.raises(ValueError, match="MLM|masked"):
+        steered_probabilities(model.bert, tok, sae, FILL, 5, 1.0)

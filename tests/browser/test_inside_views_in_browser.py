@@ -176,8 +176,8 @@ def test_both_views_draw_and_answer_in_jupyterlab(lab, browser):
         page.wait_for_function("([v, d]) => v.dataset.done && v.dataset.done !== d",
                                arg=[atlas_view.element_handle(), done], timeout=TIMEOUT_MS)
         layer, head = name.split(".")
-        page.wait_for_function(f"([id, t]) => document.querySelector(`[data-id=\"${{id}}\"]`).layout.title.text"
-                               f".startsWith(t)", arg=[ids[1], f"layer {layer}, head {head} "], timeout=TIMEOUT_MS)
+        page.wait_for_function("([id, t]) => document.querySelector(`[data-id=\"${id}\"]`).layout.title.text"
+                               ".startsWith(t)", arg=[ids[1], f"layer {layer}, head {head} "], timeout=TIMEOUT_MS)
         assert not page.locator(".bl-view .bl-html div[style*='#9f1c1c']").count()
         assert not errors, errors
         assert not blocked, blocked
