@@ -80,6 +80,7 @@ class SteeringView(Widget):
         self._words: dict[int, str] = {}
         self._baseline_key = None
         self._baseline_probs = None
+        self._own_key = None
         self.guesses = self.baseline = None          # list[Guess] each, once drawn
         self.own_value: float | None = None          # the feature's value at the [MASK] as the model is
 
@@ -195,8 +196,10 @@ class SteeringView(Widget):
         tok = self.tokenizer.id_to_token
         self.guesses = [Guess(tok(i), float(after[i])) for i in top_after]
         self.baseline = [Guess(tok(i), float(before[i])) for i in top_before]
-        tokens, z = inside.trace(self.model, self.tokenizer, self.sae, text, f)
-        self.own_value = float(z[tokens.index("[MASK]")])
+        own_key = (id(self.model), text, f)
+        if own_key != self._own_key:                  # a slider move reuses it: one forward pass less a change
+            tokens, z = inside.trace(self.model, self.tokenizer, self.sae, text, f)
+            self.own_value, self._own_key = float(z[tokens.index("[MASK]")]), own_key
         where_said = "at the [MASK]" if where == "mask" else "at every token"
         from ...inside.figures import steering_bars_figure  # here: inside.figures imports bertlab.viz
 
