@@ -290,3 +290,13 @@ def test_steered_probabilities_needs_a_model_with_an_mlm_head(tiny, sae):
     model, tok = tiny
     with pytest.raises(ValueError, match="MLM|masked"):
         steered_probabilities(model.bert, tok, sae, FILL, 5, 1.0)
+
+
+def test_the_map_after_any_clicks_is_the_map_built_for_that_head(atlas):
+    from bertlab.inside.figures import atlas_map_figure
+    from bertlab.viz.views import same_figure
+    v = HeadAtlasView(atlas)
+    for layer, head in ((1, 0), (0, 1), (1, 1)):
+        v.select(layer, head)
+        v.example.value = (layer + head) % 3
+        assert same_figure(v.map_out.content["figure"], atlas_map_figure(atlas, layer, head))

@@ -61,6 +61,7 @@ class HeadAtlasView:
         self.atlas = atlas
         self.error: str | None = None
         self.figure = self.map_figure = None
+        self._ringed: tuple[int, int] | None = None
         self.message = W.HTML("")
         options = [(f"layer {l}, head {h} · {atlas.labels[l][h]}", l * H + h) for l in range(L) for h in range(H)]
         self.head_menu = W.Dropdown(options=options, value=layer * H + head, description="head")
@@ -141,8 +142,15 @@ class HeadAtlasView:
         from ...inside.figures import atlas_head_figure, atlas_map_figure  # inside.figures imports bertlab.viz
         layer, head = self.selected
         self.info.value = self._infos[self.head_menu.value]
-        self.map_figure = atlas_map_figure(self.atlas, layer, head)
         self.figure = atlas_head_figure(self.atlas, layer, head, self.example.value)
         with self.view.hold_sync():
-            show_figure(self.map_out, self.map_figure)
+            if self.map_figure is None:
+                self.map_figure = atlas_map_figure(self.atlas, layer, head)
+                show_figure(self.map_out, self.map_figure)
+            elif self._ringed != (layer, head):
+                # only the ring moves: the points stay as they were built (atlas_map_figure rings the same place)
+                at = self.atlas.coords[layer * self.atlas.shape[1] + head]
+                self.map_figure.data[-1].update(x=[float(at[0])], y=[float(at[1])])
+                show_figure(self.map_out, self.map_figure)
+            self._ringed = (layer, head)
             show_figure(self.out, self.figure)
