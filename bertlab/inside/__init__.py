@@ -7,6 +7,7 @@
     diff(model_a, model_b, tokenizer, texts)                                   # diff.py
     head_atlas(model, tokenizer, texts)                                        # atlas.py
     sae_report_figure, steering_figure, diff_figure, atlas_figure, …           # figures.py
+    bertlab.viz.SteeringView(text, sae=sae), bertlab.viz.HeadAtlasView(atlas)   # the live views (viz/views/)
 
 Each lives in the module named for it; this file only re-exports. The artefacts notebook 13 reads are in
 bertlab/assets/inside/ (made by scripts/inside_artefacts.py from study.py; `assets()` gives their paths).
