@@ -38,6 +38,10 @@ VIEWS = [
     ("SnapshotReplay", '[__import__("bertlab.pretraining.snapshots", fromlist=["take"]).take('
                        '*__import__("bertlab").load("bertlab-tiny"), "The cat sat on the [MASK].", step) '
                        'for step in (0, 50, 100)]'),
+    # notebook 13's views: the shipped autoencoder reads bertlab-mini; the atlas is made here on bertlab-tiny
+    ("SteeringView", '"The river [MASK] was muddy after the rain."'),
+    ("HeadAtlasView", '__import__("bertlab").head_atlas(*__import__("bertlab").load("bertlab-tiny"), '
+                      '["The cat sat on the mat.", "It was warm there.", "The dog ran along the river bank."])'),
 ]
 
 

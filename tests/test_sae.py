@@ -406,3 +406,29 @@ def test_a_cpu_autoencoder_reads_a_model_on_cuda_as_it_reads_one_on_the_cpu(tiny
     on_cpu = bertlab.steer(model, tok, sae, "The dog began to [MASK].", feature=0, value=2.0)
     on_cuda = bertlab.steer(copy.deepcopy(model).to("cuda"), tok, sae, "The dog began to [MASK].", feature=0, value=2.0)
     assert [g.token for g in on_cuda] == [g.token for g in on_cpu]
+
+
+def _devices(sae: SparseAutoencoder) -> set[str]:
+    return {t.device.type for t in list(sae.parameters()) + list(sae.buffers())}
+
+
+def test_the_autoencoder_trains_on_the_models_device_and_stays_there(tiny, sae):
+    # every weight and buffer (scale, max_activation too) where the model is: the CPU here
+    model, _ = tiny
+    assert _devices(sae) == {bertlab.probe.base_model(model).device.type} == {"cpu"}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+def test_on_cuda_the_autoencoder_trains_there_and_learns_what_the_cpu_learns(tiny):
+    model, tok = tiny
+    kw = dict(layer=1, width=256, k=8, steps=30, seed=0, batch_size=64)
+    on_cpu = bertlab.train_sae(model, tok, TEXTS, **kw)
+    gpu_model = copy.deepcopy(model).to("cuda")
+    on_cuda = bertlab.train_sae(gpu_model, tok, TEXTS, **kw)
+    assert _devices(on_cuda) == {"cuda"}
+    # the same rows in the same order (one CPU generator): the same training up to float rounding
+    assert torch.allclose(on_cuda.b_dec.cpu(), on_cpu.b_dec, atol=1e-5)
+    r_cpu, r_cuda = sae_report(model, tok, on_cpu, TEXTS), sae_report(gpu_model, tok, on_cuda, TEXTS)
+    assert abs(r_cuda.fvu - r_cpu.fvu) < 0.05
+    steered = bertlab.steer(gpu_model, tok, on_cuda, FILL, feature=0, value=2.0)
+    assert len(steered) == 5

@@ -1,8 +1,10 @@
 """Plotly figures for the autoencoder, the model diff and the head atlas, in bertlab.viz's look.
 
-Each takes a result of this package and returns a `go.Figure`; none runs a model. (The live views, with a
-feature slider for steering and a click-to-open atlas, wait for the anywidget view base of issue 28; these
-figures are what notebook 13 draws meanwhile, and the atlas is browsable with its own drop-down.)
+Each takes a result of this package and returns a `go.Figure`; none runs a model. The live views draw the
+last three: `SteeringView` (bertlab/viz/views/steer.py) the guesses against their unclamped probabilities,
+`HeadAtlasView` (bertlab/viz/views/atlas.py) the map of heads and one head's attention, which its module
+also redraws in the page from the atlas's saved examples (js/atlas.js, the same rules as here).
+`atlas_figure` is the whole atlas as one static figure with a drop-down, for a page without any view.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from ..viz.figures.look import COLORS, SEQUENTIAL, finish, token_labels
 from .atlas import HeadAtlas
 from .diff import ModelDiff
 
-__all__ = ["sae_report_figure", "trace_figure", "steering_figure", "diff_figure", "atlas_figure"]
+__all__ = ["sae_report_figure", "trace_figure", "steering_figure", "steering_bars_figure", "diff_figure",
+           "atlas_figure", "atlas_map_figure", "atlas_head_figure", "atlas_head_title"]
 
 LABEL_COLORS = {"previous": COLORS[0], "next": COLORS[1], "self": COLORS[2], "[CLS]": COLORS[3],
                 "[SEP]": COLORS[4], "punctuation": COLORS[5], "same word": COLORS[6], "broad": "#BBBBBB",
@@ -127,3 +130,76 @@ def atlas_figure(atlas: HeadAtlas, index: int = 0) -> go.Figure:
     return finish(fig, "head atlas: pick a head to see its attention", height=560, width=1100,
                   updatemenus=[dict(buttons=buttons, x=1.0, xanchor="right", y=1.14, yanchor="top")],
                   legend=dict(x=0.0, y=-0.15, orientation="h"))
+
+
+def steering_bars_figure(tokens: Sequence[str], before: Sequence[float], after: Sequence[float],
+                         title: str) -> go.Figure:
+    """Each guess's probability with the feature clamped (coloured) against the model as it is (grey), one
+    pair of bars per token, the first token on top: the steering view's figure."""
+    before, after = [float(x) for x in before], [float(x) for x in after]
+    if not (len(tokens) == len(before) == len(after)) or not tokens:
+        raise ValueError(f"steering_bars_figure takes as many probabilities as tokens, got {len(tokens)} tokens, "
+                         f"{len(before)} and {len(after)} probabilities")
+    y = list(tokens)[::-1]
+    fig = go.Figure()
+    fig.add_bar(name="as it is", y=y, x=before[::-1], orientation="h", marker_color="#BBBBBB",
+                hovertemplate="%{y}: %{x:.3f} as it is<extra></extra>")
+    fig.add_bar(name="clamped", y=y, x=after[::-1], orientation="h", marker_color=COLORS[0],
+                hovertemplate="%{y}: %{x:.3f} clamped<extra></extra>")
+    return finish(fig, title, barmode="group", xaxis=dict(title="probability at [MASK]", rangemode="tozero"),
+                  height=max(300, 34 * len(tokens) + 120), legend=dict(orientation="h", y=-0.2))
+
+
+def _check_head(atlas, layer, head, index) -> None:
+    if not isinstance(atlas, HeadAtlas):
+        raise ValueError(f"takes a HeadAtlas (bertlab.head_atlas(...)), got {type(atlas).__name__}")
+    atlas.example(layer, head, index)                     # the atlas's own checks of layer, head and index
+
+
+def atlas_map_figure(atlas: HeadAtlas, layer: int = 0, head: int = 0) -> go.Figure:
+    """Every head placed by similarity of behaviour, coloured by its label, (layer, head) ringed; each point
+    carries its flat index l · heads + h as customdata (the view's click picks the head by it)."""
+    _check_head(atlas, layer, head, 0)
+    L, H = atlas.shape
+    layer, head = layer % L, head % H
+    measures = list(atlas.share)
+    fig = go.Figure()
+    for label in dict.fromkeys(lab for row in atlas.labels for lab in row):
+        pts = [(l, h) for l in range(L) for h in range(H) if atlas.labels[l][h] == label]
+        xy = atlas.coords[[l * H + h for l, h in pts]]
+        hover = ["<br>".join([f"layer {l}, head {h}: {label}", f"sharpness {atlas.sharpness[l, h]:.2f}"] +
+                             [f"{m} {atlas.share[m][l, h]:.2f}" for m in measures]) for l, h in pts]
+        fig.add_trace(go.Scatter(x=xy[:, 0].tolist(), y=xy[:, 1].tolist(), mode="markers+text", name=label,
+                                 text=[f"{l}.{h}" for l, h in pts], textposition="top center",
+                                 textfont=dict(size=8), customdata=[l * H + h for l, h in pts],
+                                 marker=dict(size=10, color=LABEL_COLORS.get(label, "#999")),
+                                 hovertext=hover, hoverinfo="text"))
+    at = atlas.coords[layer * H + head]
+    fig.add_trace(go.Scatter(x=[float(at[0])], y=[float(at[1])], mode="markers", name="shown",
+                             marker=dict(size=20, color="rgba(0,0,0,0)", line=dict(color="#1f2933", width=2)),
+                             hoverinfo="skip", showlegend=False))
+    return finish(fig, "heads placed by behaviour (click one)", height=460, width=560,
+                  xaxis=dict(showticklabels=False, zeroline=False, title="MDS 1"),
+                  yaxis=dict(showticklabels=False, zeroline=False, title="MDS 2"),
+                  legend=dict(orientation="h", y=-0.12), hovermode="closest")
+
+
+def atlas_head_title(atlas: HeadAtlas, layer: int, head: int, index: int) -> str:
+    """The head pane's title (js/atlas.js writes the same one when the book redraws the pane)."""
+    return f"layer {layer}, head {head} ({atlas.labels[layer][head]}) on sentence {index + 1}"
+
+
+def atlas_head_figure(atlas: HeadAtlas, layer: int = 0, head: int = 0, index: int = 0) -> go.Figure:
+    """Head (layer, head)'s attention on the atlas's example sentence `index`: rows are queries."""
+    _check_head(atlas, layer, head, index)
+    L, H = atlas.shape
+    layer, head = layer % L, head % H
+    tokens, att = atlas.example(layer, head, index)
+    labels = token_labels(tokens)
+    T = len(tokens)
+    fig = go.Figure(go.Heatmap(z=att.numpy(), x=labels, y=labels, colorscale=SEQUENTIAL, zmin=0, zmax=1,
+                               colorbar=dict(title="weight"),
+                               hovertemplate="%{y} → %{x}: %{z:.3f}<extra></extra>"))
+    return finish(fig, atlas_head_title(atlas, layer, head, index), height=min(720, max(380, 22 * T + 160)),
+                  width=min(760, max(440, 22 * T + 220)), xaxis=dict(tickangle=-60),
+                  yaxis=dict(autorange="reversed"))

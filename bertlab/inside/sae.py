@@ -44,7 +44,7 @@ from ..probe.fill_mask import Guess
 from ..probe.running import base_model, inference, max_length, mlm_head
 from .residual import check_layer, hook_name, masked_batches, residual_stream
 
-__all__ = ["SparseAutoencoder", "train_sae", "SAEReport", "sae_report", "steer", "FORMAT"]
+__all__ = ["SparseAutoencoder", "train_sae", "SAEReport", "sae_report", "steer", "steered_probabilities", "FORMAT"]
 
 FORMAT = "bertlab-sae/1"
 
@@ -238,6 +238,8 @@ def train_sae(model, tokenizer, texts=None, *, layer: int, width: int, k: int, s
 
     `lr` defaults to Gao et al.'s rule, 2e-4 / sqrt(width / 16384). `callback(step, loss)` is called after
     each step (a list of losses is the training curve). The model is only read (eval mode, no gradients).
+    The autoencoder trains on the model's device and stays there (`.cpu()` it, or `save` it, to ship it);
+    its random draws come from one CPU generator, so a seed gives the same rows on any device.
     """
     layer = check_layer(model, layer)
     width, k, steps = _positive_int("width", width), _positive_int("k", k), _positive_int("steps", steps)
@@ -256,7 +258,11 @@ def train_sae(model, tokenizer, texts=None, *, layer: int, width: int, k: int, s
     sae = SparseAutoencoder(d, width, k, layer)                 # checks k ≤ width before the slow part
     acts = residual_stream(model, tokenizer, texts, layer=layer, seed=seed,
                            **({} if max_tokens is None else {"max_tokens": max_tokens}))
-    h = acts.h                                                   # (N, H)
+    # train where the model is: the rows come back on the CPU (residual_stream keeps them there, so a corpus
+    # fits in host memory while collecting) and move once; on the CPU nothing moves, so its numbers are the same
+    device = base_model(model).device
+    h = acts.h.to(device)                                        # (N, H)
+    sae = sae.to(device)
     if not bool(torch.isfinite(h).all()):
         raise ValueError(f"the model's layer {layer} outputs nan or inf on these texts, so there is nothing to learn: "
                          "check the model's weights (a diverged training run?)")
@@ -275,7 +281,8 @@ def train_sae(model, tokenizer, texts=None, *, layer: int, width: int, k: int, s
         bar = tqdm(total=steps, desc=f"SAE layer {layer}")
     with torch.enable_grad():
         for step in range(steps):
-            x = h[torch.randint(len(h), (min(batch_size, len(h)),), generator=gen)]   # (B, H)
+            rows = torch.randint(len(h), (min(batch_size, len(h)),), generator=gen)   # drawn on the CPU: one stream
+            x = h[rows.to(device)]                                                    # (B, H)
             loss = (sae(x) - x).pow(2).sum(-1).mean() / variance   # the batch's FVU against the corpus variance
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -292,7 +299,7 @@ def train_sae(model, tokenizer, texts=None, *, layer: int, width: int, k: int, s
     if bar is not None:
         bar.close()
     with torch.no_grad():
-        top = torch.zeros(width)
+        top = torch.zeros(width, device=device)
         for chunk in h.split(8192):
             top = torch.maximum(top, sae.encode(chunk).max(0).values)
         sae.max_activation.copy_(top)
@@ -417,18 +424,28 @@ def steer(model, tokenizer, sae: SparseAutoencoder, text: str, feature: int, val
     changes nothing at all. `positions`: "mask" (the [MASK] only, the default) or "all" (every real token).
     The hook is removed afterwards, and the model's mode and weights are untouched.
     """
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ValueError(f"top_k must be an int of at least 1, got {top_k!r}")
+    probs = steered_probabilities(model, tokenizer, sae, text, feature, value, positions)
+    p, ids = probs.topk(min(top_k, len(probs)))
+    return [Guess(tokenizer.id_to_token(i), q) for q, i in zip(p.tolist(), ids.tolist())]
+
+
+def steered_probabilities(model, tokenizer, sae: SparseAutoencoder, text: str, feature: int, value,
+                          positions="mask") -> torch.Tensor:
+    """The MLM head's whole distribution at the one `[MASK]` of `text`, (vocab,) on the CPU, with `feature`
+    clamped to `value` as `steer` clamps it; `value=None` clamps nothing (the model as it is, the same
+    forward pass without the hook). The steering view reads both, to draw every guess against its unclamped
+    probability."""
     head = mlm_head(model)
     sae = check_sae(model, sae)
     feature = sae.check_feature(feature)
-    number = _as_float(value)
-    if number is None or not math.isfinite(number):
+    number = None if value is None else _as_float(value)
+    if value is not None and (number is None or not math.isfinite(number)):
         raise ValueError(f"value must be a finite number (the feature's activation to impose; 0 switches it off), "
                          f"got {value!r}")
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-        raise ValueError(f"top_k must be an int of at least 1, got {top_k!r}")
     if positions not in ("mask", "all"):
         raise ValueError(f"positions must be 'mask' (clamp at the [MASK] only) or 'all' (every token), got {positions!r}")
-    value = number
     if not isinstance(text, str) or text.count("[MASK]") != 1:
         raise ValueError("text must be a str with exactly one [MASK], where the model guesses, e.g. "
                          f"'The river [MASK] was muddy.'; got {text!r:.80}")
@@ -444,19 +461,18 @@ def steer(model, tokenizer, sae: SparseAutoencoder, text: str, feature: int, val
     def clamp(h, _name):                                                     # h: (1, T, H)
         z_f = sae.encode(h.float())[..., feature]                            # (1, T)
         edit = torch.zeros_like(z_f)
-        edit[0, at] = value - z_f[0, at]
+        edit[0, at] = number - z_f[0, at]
         return (h.float() + edit.unsqueeze(-1) * direction.to(h.device) * sae.scale).to(h.dtype)
 
     with inference(model), torch.no_grad():
-        with bert.hooks([(sae.hook_name, clamp)]):
+        with bert.hooks([(sae.hook_name, clamp)] if number is not None else []):
             last = bert(**{k: v.to(bert.device) for k, v in enc.to_tensors().items()}).last_hidden_state
         probs = head(last[0, where[0]]).float().softmax(-1)[:tokenizer.vocab_size].cpu()
     if not bool(torch.isfinite(probs).all()):
         top = float(sae.max_activation[feature])
-        raise ValueError(f"with feature {feature} clamped to {value:g} the model's guesses came out nan: the value is "
+        raise ValueError(f"with feature {feature} clamped to {number:g} the model's guesses came out nan: the value is "
                          f"too large for this model; try one near the feature's largest value in training ({top:.3g})")
-    p, ids = probs.topk(min(top_k, len(probs)))
-    return [Guess(tokenizer.id_to_token(i), q) for q, i in zip(p.tolist(), ids.tolist())]
+    return probs
 
 
 def report_json(report: SAEReport) -> str:

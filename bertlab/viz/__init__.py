@@ -43,6 +43,8 @@ from .figures import (
 )
 from .neuron_view import neuron_view, neuron_view_html
 from .replay import SnapshotReplay
+from .views.atlas import HeadAtlasView
+from .views.steer import SteeringView
 from .widgets import (
                       AttentionExplorer,
                       ContextExplorer,
@@ -73,7 +75,7 @@ __all__ = [
     # live widgets
     "AttentionExplorer", "MaskPlayground", "MaskingLab", "EmbeddingSumExplorer", "NSPExplorer",
     "ContextExplorer", "HeadAblation", "NeuronExplorer", "SaliencyExplorer", "ContextSearch", "MinimalPairs",
-    "SnapshotReplay",
+    "SnapshotReplay", "SteeringView", "HeadAtlasView",
     # the course: predict before a reveal, a quiz at the end
     "Predict", "Quiz",
 ]
