@@ -111,6 +111,18 @@ def test_replay_agrees_bit_for_bit_and_catches_a_changed_number(tmp_path):
     assert "loss" in reports[3]["differences"]
 
 
+def test_replay_never_compares_a_timing_but_still_every_measurement(tmp_path):
+    # a study's result may hold how long it took (train_s, steps_per_s): that depends on the machine's load
+    bertlab.experiment(toy_run, {"timed": {"lr": 0.1, "timed": True}}, seeds=[0], out=tmp_path)
+    card = read_card(tmp_path / "card.json")
+    assert "train_s" in card["rows"][0]["result"]
+    [report] = replay(card, allow=["testkit"])
+    assert report["agree"] and report["identical"] and report["mode"] == "bit-identical", report
+    card["rows"][0]["result"]["w0"] += 1e-9
+    [report] = replay(card, allow=["testkit"])
+    assert not report["agree"] and list(report["differences"]) == ["w0"]
+
+
 @pytest.mark.parametrize("bad, words", [({}, "non-empty"), ({"a": 3}, "expected a dict")])
 def test_bad_variants_say_what_to_pass(tmp_path, bad, words):
     with pytest.raises(ValueError, match=words):

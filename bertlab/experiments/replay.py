@@ -1,6 +1,7 @@
 """`replay`: re-run rows of an experiment card and say, row by row, whether the numbers agree.
 
-Bit for bit on the same machine and thread count, else within the seed spread of the row's variant. The
+Bit for bit on the same machine and thread count, else within the seed spread of the row's variant; timings
+(numbers named `..._s`, such as `train_s` or `steps_per_s`) are never compared. The
 spread is recomputed from the card's rows, never read from its stored summary (a summary can be edited to
 make any row "agree"), and a row with no finite number to compare never agrees, nor does one that
 recorded a diverged (non-finite) number. The card's `run` is code: it runs only if trusted (trust.py),
@@ -17,11 +18,19 @@ from .grid import JobFailed, run_job
 from .trust import allowed, check_trusted, resolve_run
 
 
+def is_timing(name: str) -> bool:
+    """A number named `..._s` (seconds) or `..._per_s` (a rate) is a timing: the card keeps it and the summary
+    shows it, but it measures the machine's load as much as the code, so a replay never compares it."""
+    return name.rsplit("/", 1)[-1].endswith("_s")
+
+
 def _leaves(result) -> dict[str, float]:
-    """Every number of a row's result, by a path name ("pos", "300/pos")."""
+    """Every number of a row's result but its timings, by a path name ("pos", "300/pos")."""
     if isinstance(result, list):
-        return {f"{p['step']}/{k}": v for p in result for k, v in _numbers(p).items()}
-    return _numbers(result)
+        leaves = {f"{p['step']}/{k}": v for p in result for k, v in _numbers(p).items()}
+    else:
+        leaves = _numbers(result)
+    return {k: v for k, v in leaves.items() if not is_timing(k)}
 
 
 def _data_same(card: dict) -> bool | None:
