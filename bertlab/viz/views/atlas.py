@@ -115,7 +115,7 @@ class HeadAtlasView:
 
     def _data(self) -> dict:
         """What js/atlas.js needs to answer a click or a menu change without a kernel (the book)."""
-        from ..look import token_labels
+        from ..figures.look import token_labels
         L, H = self.atlas.shape
         return {"controls": {"head": self.head_menu.id, "example": self.example.id},
                 "panes": {"map": self.map_out.id, "attention": self.out.id, "info": self.info.id},
