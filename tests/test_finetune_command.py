@@ -86,9 +86,9 @@ def test_the_installed_models_folder_is_never_an_out(tmp_path, capsys):
     ("--train", ["", "[1, 2]"], "train.jsonl, line 2 is a list, not a dict"),
     ("--train", ['{"text": "a"}'], "train.jsonl, line 1 lacks label"),
     ("--train", [], "non-empty list of records"),
-    ("--val", ['{"text": "a", "label": "meh"}'], "val.jsonl, line 1 has the label 'meh', which train does not have"),
+    ("--val", ['{"text": "a", "label": "meh"}'], "val.jsonl, line 1 has the label 'meh', which --train does not have"),
     ("--val", ['{"text": "a", "label": 1}'], "val.jsonl, line 1 has the label 1, a whole number, but"),
-    ("--test", ['{"text": "a", "label": "pos"}', '', '{"text": "a", "label": "meh"}'], "test.jsonl, line 3 has the label 'meh'"),
+    ("--test", ['{"text": "a", "label": "pos"}', '', '{"text": "a", "label": "meh"}'], "test.jsonl, line 3 has the label 'meh', which --train does not have"),
     ("--test", ['{"words": ["a"], "tags": [0]}'], "test.jsonl, line 1 lacks text, label"),
 ])
 def test_every_file_is_checked_before_training_and_nothing_is_touched(tmp_path, previous, capsys, flag, lines, words):
