@@ -52,6 +52,31 @@ def refuse_link(path: Path, what: str, folder_ok: bool = False) -> None:
                           "file; remove it")
 
 
+def path_to_write(path, what: str) -> Path:
+    """`path` as a Path a file may be written to: a str or Path, in a folder that exists, not a link, a folder
+    or a special file (`what`, e.g. "an autoencoder file", names the file in the error)."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise ValueError(f"path must be a file path (str or Path), got {path!r}")
+    path = Path(path)
+    if not path.parent.is_dir():         # before the link check, whose lstat would raise a bare errno here
+        raise FileNotFoundError(f"{path.parent} is not a folder, so {path.name} cannot be written there: create "
+                                "the folder first, or pass a path in an existing one")
+    refuse_link(path, what)
+    return path
+
+
+def path_to_read(path, what: str, written_by: str) -> Path:
+    """`path` as a Path of a plain file to read: a str or Path, not a link, a folder or a special file, and there
+    (else a FileNotFoundError that says to pass the path `written_by` wrote)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"path must be a file path (str or Path), got {type(path).__name__}")
+    path = Path(path)
+    refuse_link(path, what)
+    if not path.is_file():
+        raise FileNotFoundError(f"no {what.split(' ', 1)[-1]} at {path}: pass the path {written_by} wrote")
+    return path
+
+
 def open_for_append(path: Path, what: str):
     """`open(path, "a")` that never follows a link nor blocks on a FIFO: a link or a special file is LinkRefused."""
     path = Path(path)

@@ -2,7 +2,7 @@
 
     opt = adamw(model, lr=1e-4)                              # no weight decay on biases and LayerNorm
     for step in range(steps):
-        lr = set_lr(opt, lr_at(step, steps, warmup=steps // 10, peak=1e-4))
+        lr = set_lr(opt, lr_at(step, steps, warmup=warmup_count(steps, 0.1), peak=1e-4))   # 10 % of the steps
         loss = model(**batch).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()

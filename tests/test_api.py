@@ -181,7 +181,7 @@ def test_attention_computed_already_goes_to_the_named_constructor(minilm, no_dep
                        probe.AttentionMap.from_output(out.attentions, enc.tokens, layer=3).weights)
 
 
-def test_head_view_html_takes_the_pair_start_by_keyword_only(minilm, no_deprecations):
+def test_head_view_html_takes_computed_attention_by_keyword_only(minilm, no_deprecations):
     pytest.importorskip("bertviz", reason="the bertviz views need bertviz (the notebooks extra)")
     from bertlab.viz import head_view_html
     model, tokenizer = minilm
@@ -189,9 +189,10 @@ def test_head_view_html_takes_the_pair_start_by_keyword_only(minilm, no_deprecat
     with torch.no_grad():
         out = model(**enc, output_attentions=True)
     b_start = enc.token_type_ids.index(1)
-    assert '"rained"' in head_view_html(out, enc.tokens, sentence_b_start=b_start)
-    with pytest.raises(TypeError, match=f"sentence_b_start={b_start}"):
-        head_view_html(out, enc.tokens, b_start)
+    assert '"rained"' in head_view_html(attentions=out, tokens=enc.tokens, sentence_b_start=b_start)
+    with pytest.raises(TypeError, match=r"by keyword: head_view_html\(attentions=out, tokens=enc.tokens, "
+                                        r"sentence_b_start=…\)"):
+        head_view_html(out, enc.tokens, b_start)                  # the old positional form of computed attention
 
 
 def test_attention_rollout_runs_the_model_like_every_probe(minilm, no_deprecations):

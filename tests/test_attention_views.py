@@ -108,10 +108,11 @@ def test_html_functions_take_a_bertoutput_and_options(minilm):
     enc = tok(SENTENCE)
     with torch.no_grad():
         out = model(**enc, output_attentions=True)
-    html = head_view_html(out, enc.tokens, layer=-1, heads=[0, 3])
+    html = head_view_html(attentions=out, tokens=enc.tokens, layer=-1, heads=[0, 3])
     params = embedded_params(html)
     assert params["layer"] == 5 and params["heads"] == [0, 3]
-    html = model_view_html(out.attentions, enc.tokens, layers=[0, 2], heads=[1], display_mode="light")
+    html = model_view_html(attentions=out.attentions, tokens=enc.tokens, layers=[0, 2], heads=[1],
+                           display_mode="light")
     attn = torch.tensor(embedded_params(html)["attention"][0]["attn"])
     assert attn.shape == (2, 1, len(enc), len(enc))
     torch.testing.assert_close(attn[1, 0], out.attentions[2][0, 1], atol=1e-6, rtol=0)
@@ -121,7 +122,7 @@ def test_tokens_stay_data():
     """A token is drawn as text, whatever it holds: it cannot close the script, nor be taken for a URL."""
     attn = [torch.full((1, 1, 4, 4), 1 / 4)]
     tokens = ["[CLS]", "</script><b>", '<script src="https://x.org/a.js"></script>', "[SEP]"]
-    html = head_view_html(attn, tokens)
+    html = head_view_html(attentions=attn, tokens=tokens)
     assert "</script><b>" not in html and html.count("</script>") == 1
     assert embedded_params(html)["attention"][0]["left_text"] == tokens
 
@@ -347,21 +348,49 @@ def test_bad_model_and_arguments(minilm):
         plain = model(**enc)
     T = len(enc)
     with pytest.raises(ValueError, match="output_attentions=True"):
-        head_view_html(plain, enc.tokens)
+        head_view_html(attentions=plain, tokens=enc.tokens)
     with pytest.raises(ValueError, match="tokens given"):
-        head_view_html(out, enc.tokens[:-1])
+        head_view_html(attentions=out, tokens=enc.tokens[:-1])
     with pytest.raises(ValueError, match="batch of 2"):
-        head_view_html([torch.cat([a, a]) for a in out.attentions], enc.tokens)
+        head_view_html(attentions=[torch.cat([a, a]) for a in out.attentions], tokens=enc.tokens)
     with pytest.raises(ValueError, match="sentence_b_start"):
-        head_view_html(out, enc.tokens, sentence_b_start=T)
+        head_view_html(attentions=out, tokens=enc.tokens, sentence_b_start=T)
     with pytest.raises(ValueError, match="layer 6 does not exist"):
-        head_view_html(out, enc.tokens, layer=6)
+        head_view_html(attentions=out, tokens=enc.tokens, layer=6)
     with pytest.raises(ValueError, match="head 12 does not exist"):
-        model_view_html(out, enc.tokens, heads=[12])
+        model_view_html(attentions=out, tokens=enc.tokens, heads=[12])
     with pytest.raises(ValueError, match="display_mode"):
-        model_view_html(out, enc.tokens, display_mode="neon")
+        model_view_html(attentions=out, tokens=enc.tokens, display_mode="neon")
     with pytest.raises(ValueError, match="per-layer tensors"):
-        head_view_html(out.attentions[0], enc.tokens)
+        head_view_html(attentions=out.attentions[0], tokens=enc.tokens)
+
+
+@pytest.mark.parametrize("fn", [head_view_html, model_view_html])
+def test_the_html_views_have_one_calling_form_and_take_computed_attention_by_keyword(minilm, fn):
+    model, tok = minilm
+    enc = tok(SENTENCE)
+    with torch.no_grad():
+        out = model(**enc, output_attentions=True)
+    ran = embedded_params(fn(model, tok, SENTENCE))
+    given = embedded_params(fn(attentions=out, tokens=enc.tokens))
+    assert ran["attention"][0]["attn"] == given["attention"][0]["attn"]      # the same weights, either way
+    name = fn.__name__
+    cases = [
+        (lambda: fn(out, enc.tokens), TypeError, rf"{name} runs a model: pass \(model, tokenizer, text\), not a "
+                                                 rf"BertOutput; .* by keyword: {name}\(attentions=out"),
+        (lambda: fn(out.attentions, enc.tokens), TypeError, "not a tuple; for attention already computed"),
+        (lambda: fn("a model", tok, SENTENCE), TypeError, r"not a str$"),
+        (lambda: fn(model, tok, SENTENCE, attentions=out, tokens=enc.tokens), ValueError, "not both"),
+        (lambda: fn(attentions=out), ValueError, "needs both"),
+        (lambda: fn(tokens=enc.tokens), ValueError, "needs both"),
+        (lambda: fn(model, tok), ValueError, "text must be a str, got NoneType"),
+        (lambda: fn(model, tok, SENTENCE, sentence_b_start=3), ValueError, "read off the encoding"),
+        (lambda: fn(attentions=out, tokens="the cat"), ValueError, "tokens must be a list of str"),
+        (lambda: fn(attentions=None, tokens=enc.tokens), ValueError, "needs both"),
+    ]
+    for call, error, words in cases:
+        with pytest.raises(error, match=words):
+            call()
 
 
 def test_attention_view_rejects_bad_input(minilm, batch_view):

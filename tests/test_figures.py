@@ -108,7 +108,7 @@ def figures(run, bank):
         "drift_by_layer": viz.drift_by_layer(bank, SENTENCES, word="bank"),
         "projection_2d": viz.projection_2d(bank[:, -1], SENTENCES, senses=SENSES, word="bank"),
         "training_curves": viz.training_curves(ROWS_WITH_EVAL),
-        "lr_schedule": viz.lr_schedule(300, 30, 1e-3, rows=ROWS),
+        "lr_schedule": viz.lr_schedule(300, 0.1, 1e-3, rows=ROWS),
         "head_importance_figure": viz.head_importance_figure(torch.rand(6, 12, generator=SEED())),
         "ablation_figure": viz.ablation_figure(_fake_ablation()),
     }
@@ -465,17 +465,32 @@ def test_training_curves_are_the_rows(tmp_path: Path):
 
 
 def test_lr_schedule_peaks_after_warmup_and_ends_at_zero():
-    steps, warmup, peak = 1000, 100, 5e-4
-    fig = viz.lr_schedule(steps, warmup, peak)
+    steps, share, peak = 1000, 0.1, 5e-4
+    warmup = 100                                                     # 10 % of the steps
+    fig = viz.lr_schedule(steps, share, peak)
     x, y = list(fig.data[0].x), arr(fig.data[0].y)
     assert x[0] == 0 and x[-1] == steps and warmup in x
     assert abs(y.max() - peak) < 1e-12 and abs(y[x.index(warmup)] - peak) < 1e-12 and y[-1] == 0.0
     np.testing.assert_allclose(y, [lr_at(s, steps, warmup, peak) for s in x])
-    logged = viz.lr_schedule(300, 30, 1e-3, rows=ROWS_WITH_EVAL).data[1]
+    assert "over 100 steps (10%)" in fig.layout.title.text
+    logged = viz.lr_schedule(300, 0.1, 1e-3, rows=ROWS_WITH_EVAL).data[1]
     assert list(logged.x) == [r["step"] for r in ROWS] and list(logged.y) == [r["lr"] for r in ROWS]
-    for bad in [(0, 0, 1e-3), (100, 200, 1e-3), (100, 10, 0.0), (100.5, 10, 1e-3)]:
-        with pytest.raises(ValueError):
-            viz.lr_schedule(*bad)
+    flat = arr(viz.lr_schedule(50, 0.0, 1e-3).data[0].y)
+    assert flat[0] == 1e-3 and "end of warm-up" not in str(viz.lr_schedule(50, 0, 1e-3).layout.annotations)
+
+
+@pytest.mark.parametrize("bad, words", [
+    ((0, 0.1, 1e-3), "steps must be a whole number ≥ 1, got 0"), ((100.5, 0.1, 1e-3), "steps must be"),
+    ((True, 0.1, 1e-3), "steps must be"),
+    ((300, 30, 1e-3), r"not a count of steps: for 30 of 300 steps pass warmup=0\.1"),     # the old spelling
+    ((100, 1.0, 1e-3), r"warmup=1\.0 is out of range: it must be a finite number in \[0, 1\)"),
+    ((100, -0.1, 1e-3), "warmup=-0.1 is out of range"), ((100, math.nan, 1e-3), "warmup=nan"),
+    ((100, "0.1", 1e-3), r"warmup='0\.1' \(str\)"), ((100, True, 1e-3), "warmup=True"),
+    ((100, 0.1, 0.0), "peak must be a positive learning rate"),
+])
+def test_lr_schedule_refuses_bad_input_and_says_warmup_is_a_share(bad, words):
+    with pytest.raises(ValueError, match=words):
+        viz.lr_schedule(*bad)
 
 
 def test_head_importance_figure_is_the_scores():

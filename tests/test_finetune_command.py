@@ -86,9 +86,9 @@ def test_the_installed_models_folder_is_never_an_out(tmp_path, capsys):
     ("--train", ["", "[1, 2]"], "train.jsonl, line 2 is a list, not a dict"),
     ("--train", ['{"text": "a"}'], "train.jsonl, line 1 lacks label"),
     ("--train", [], "non-empty list of records"),
-    ("--val", ['{"text": "a", "label": "meh"}'], "val.jsonl, line 1 has the label 'meh', which train does not have"),
+    ("--val", ['{"text": "a", "label": "meh"}'], "val.jsonl, line 1 has the label 'meh', which --train does not have"),
     ("--val", ['{"text": "a", "label": 1}'], "val.jsonl, line 1 has the label 1, a whole number, but"),
-    ("--test", ['{"text": "a", "label": "pos"}', '', '{"text": "a", "label": "meh"}'], "test.jsonl, line 3 has the label 'meh'"),
+    ("--test", ['{"text": "a", "label": "pos"}', '', '{"text": "a", "label": "meh"}'], "test.jsonl, line 3 has the label 'meh', which --train does not have"),
     ("--test", ['{"words": ["a"], "tags": [0]}'], "test.jsonl, line 1 lacks text, label"),
 ])
 def test_every_file_is_checked_before_training_and_nothing_is_touched(tmp_path, previous, capsys, flag, lines, words):
@@ -147,7 +147,10 @@ def test_a_diverged_loss_stops_and_writes_nothing(tmp_path, previous, capsys):
                                          (["--lr", "nan"], "lr=nan"), (["--batch-size", "-2"], "batch_size=-2"),
                                          (["--eval-every", "0"], "eval_every=0"), (["--device", "tpu"], "tpu"),
                                          (["--max-length", "2"], "max_length=2"), (["--warmup", "1"], "warmup=1.0"),
-                                         (["--clip", "-1"], "clip=-1.0")])
+                                         (["--clip", "-1"], "clip=-1.0"),
+                                         (["--weight-decay", "-0.5"], "weight_decay=-0.5 is out of range"),
+                                         (["--eps", "0"], "eps=0.0 is out of range"),
+                                         (["--seed", "-3"], "seed=-3 is out of range")])
 def test_bad_numbers_are_one_line_before_training(tmp_path, capsys, args, words):
     assert finetune(tmp_path, "--out", tmp_path / "run", *args) == 2
     err = capsys.readouterr().err

@@ -453,3 +453,43 @@ def test_half_written_checkpoints_of_a_killed_run_are_removed_at_resume(finished
     (out / "checkpoints" / ".step-0000003.tmp" / "model.safetensors").write_bytes(b"x" * 1000)
     pretrain(None, out, resume=True)
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["latest", "step-0000002", "step-0000004"]
+
+
+# ---- the path checks every save(path) / load(path) shares (bertlab.files) ---------------------------------
+
+def _hostile_paths(tmp_path):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "real").write_text("x")
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    os.symlink(tmp_path / "gone", tmp_path / "dangling")
+    os.mkfifo(tmp_path / "fifo")
+    return tmp_path
+
+
+@pytest.mark.parametrize("path, error, words", [
+    (None, ValueError, "path must be a file path .* got None"), ("", ValueError, "got ''"),
+    (3, ValueError, "got 3"), ("folder", LinkRefused, "is a folder: a thing must be a plain file"),
+    ("link", LinkRefused, "is a symbolic link"), ("dangling", LinkRefused, "is a symbolic link"),
+    ("fifo", LinkRefused, "not a regular file"), ("no/such/x", FileNotFoundError, "is not a folder, so x cannot"),
+])
+def test_path_to_write_refuses_what_must_not_be_written(tmp_path, path, error, words):
+    from bertlab.files import path_to_write
+    base = _hostile_paths(tmp_path)
+    with pytest.raises(error, match=words):
+        path_to_write(base / path if isinstance(path, str) and path else path, "a thing")
+    assert (base / "real").read_text() == "x"
+    assert path_to_write(base / "new", "a thing") == base / "new" and path_to_write(str(base / "real"), "a thing")
+
+
+@pytest.mark.parametrize("path, error, words", [
+    (None, ValueError, "got NoneType"), (3.5, ValueError, "got float"),
+    ("folder", LinkRefused, "is a folder"), ("link", LinkRefused, "is a symbolic link"),
+    ("dangling", LinkRefused, "is a symbolic link"), ("fifo", LinkRefused, "not a regular file"),
+    ("missing", FileNotFoundError, r"no thing at .*missing: pass the path `Thing.save` wrote"),
+])
+def test_path_to_read_refuses_what_is_not_a_plain_file(tmp_path, path, error, words):
+    from bertlab.files import path_to_read
+    base = _hostile_paths(tmp_path)
+    with pytest.raises(error, match=words):
+        path_to_read(base / path if isinstance(path, str) else path, "a thing", "`Thing.save`")
+    assert path_to_read(base / "real", "a thing", "`Thing.save`") == base / "real"

@@ -28,8 +28,9 @@ def _(answer):
     x = as_number(answer)
     if x is None:
         return not_a(answer, float, what="a number (a learning rate)")
+    from ..optim import warmup_count
     from ..pretraining.schedule import lr_at
-    warmup = _STEPS // 10
+    warmup = warmup_count(_STEPS, 0.1)                                    # the notebook's run: pretrain's default
     candidates = [lr_at(s, _STEPS, warmup, _PEAK) for s in (74, 75)]      # step 75 counted from 1 or from 0
     if any(abs(x - c) <= 0.005 * c for c in candidates):
         return right("past the peak and decaying: a stop and a resume land on the same line, so the resumed run "

@@ -33,13 +33,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..optim import adamw, clip_and_step, lr_at, set_lr
+from ..optim import adamw, clip_and_step, lr_at, set_lr, warmup_count
 from ..pretraining import make_pairs, read_documents
 from ..probe.layers import _split, _token_span, load_probing_set, train_linear_probe
 
 CORPUS = Path(__file__).resolve().parent.parent / "assets" / "corpus"
 HELDOUT = sorted(str(p) for p in (CORPUS / "heldout").glob("en_*.txt"))
 TOPICS = [Path(f).stem for f in HELDOUT]
+WARMUP = 0.1    # the share of the steps spent warming up, as pretrain's and finetune's default (the cards' runs)
 
 
 @dataclass
@@ -336,7 +337,7 @@ def fine_tune(model, tok, task, ltr: bool, seed: int, epochs: int, lr: float, cl
         rng.shuffle(order)
         for b in range(0, len(order), batch_size):
             ids, types, attn, y = _batch([train[i] for i in order[b:b + batch_size]], tok.pad_id)
-            set_lr(opt, lr_at(step, steps, max(1, steps // 10), lr))
+            set_lr(opt, lr_at(step, steps, warmup_count(steps, WARMUP), lr))
             loss = F.cross_entropy(clf(ids, types, attn), y)
             opt.zero_grad(set_to_none=True)
             loss.backward()

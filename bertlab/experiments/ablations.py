@@ -34,7 +34,7 @@ import torch
 from ..checkpoint import load
 from ..config import BertConfig
 from ..model.heads import IGNORE, BertForPreTraining
-from ..optim import adamw, clip_and_step, lr_at, set_lr
+from ..optim import adamw, clip_and_step, lr_at, set_lr, warmup_count
 from ..pretraining import PretrainingData, collate, evaluate, mask_tokens
 from . import ablation_probes as probes
 
@@ -151,7 +151,7 @@ def pretrain_variant(tokenizer, s: dict, seed: int) -> dict[float, dict]:
         inputs, labels = mask_tokens(ids, tokenizer, s["mask_rate"], generator=masks, replace=tuple(s["replace"]))
         if s["objective"] == "ltr":
             inputs, labels = ids, next_token_labels(ids, attn)      # no corruption: the causal mask hides the future
-        set_lr(opt, lr_at(step, s["steps"], max(1, s["steps"] // 10), s["lr"]))
+        set_lr(opt, lr_at(step, s["steps"], warmup_count(s["steps"], probes.WARMUP), s["lr"]))
         nsp = batch["next_sentence_label"] if s["objective"] == "mlm_nsp" else None
         out = model(inputs, types, attn, labels=labels, next_sentence_label=nsp)
         loss = out.mlm_loss + out.nsp_loss if nsp is not None else out.mlm_loss

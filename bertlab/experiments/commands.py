@@ -1,5 +1,8 @@
 """`bertlab finetune`, `bertlab experiment` and `bertlab replay`: thin commands over the Python API.
 
+The three parsers are made here; `experiment` and `replay` run here, `finetune` in finetuning/command.py (its
+run folder's rules: read and check everything, train, then write, and lose nothing the folder held).
+
     bertlab finetune --model bertlab-mini --task classify --train train.jsonl --val val.jsonl --out runs/ft
     bertlab experiment ablations --out runs/abl --jobs 2 [--shard 1/4] [--only "No NSP" "MLM + NSP"] [--seeds 0 1]
     bertlab experiment finetune --out runs/ft --jobs 2     # the fine-tuning study (its protocol) behind notebook 08
@@ -13,7 +16,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -129,8 +131,6 @@ def _trust_cwd(allow) -> None:
 
 
 def main(args) -> int:
-    if args.command == "finetune":
-        return _finetune(args)
     if args.command == "experiment":
         return _experiment(args)
     if args.command == "replay":
@@ -193,33 +193,4 @@ def _experiment(args) -> int:
                       shard=args.shard, reference=spec.get("reference"), data=spec.get("data", ()),
                       name=spec.get("name"), notes=spec.get("notes"), allow=args.allow)
     print(format_summary(card))
-    return 0
-
-
-def _read_jsonl(path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def _finetune(args) -> int:
-    from ..checkpoint import load, save
-    from ..finetuning import finetune
-    model, tokenizer = load(args.model, device=args.device)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    val = _read_jsonl(args.val) if args.val else None
-    metrics = open(out / "metrics.jsonl", "w", encoding="utf-8")
-    with metrics:
-        result = finetune(model, tokenizer, _read_jsonl(args.train), val, task=args.task, steps=args.steps,
-                          lr=args.lr, batch_size=args.batch_size, seed=args.seed, progress=args.progress,
-                          device=args.device, eval_every=args.eval_every,
-                          callbacks=[lambda entry: metrics.write(json.dumps(entry) + "\n")])
-    summary = {**result.to_dict(), "model": args.model}
-    summary.pop("history")
-    if val is not None:
-        summary["val"] = {k.removeprefix("val_"): v for k, v in result.history[-1].items() if k.startswith("val_")}
-    if args.test:
-        summary["test"] = result.evaluate(tokenizer, _read_jsonl(args.test))
-    save(result.model, tokenizer, out)
-    (out / "result.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    print(json.dumps({k: summary[k] for k in ("val", "test") if k in summary}))
     return 0

@@ -55,6 +55,12 @@ def where(records, i: int, split: str) -> str:
     return f"record {i}" if split == "records" else f"{split} record {i}"
 
 
+def split_name(records, split: str) -> str:
+    """How an error names a whole split: the flag its file came from (`--train`) on the command line, else its
+    name (`train`), so --val and --test are both checked against "--train's labels"."""
+    return getattr(records, "flag", split)
+
+
 def keys(task: str, record: dict | None = None) -> tuple[str, ...]:
     """The fields a `task` record has (classify: a text, or a pair when the record has "a" or "b")."""
     if task == "classify":

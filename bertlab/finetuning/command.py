@@ -37,11 +37,12 @@ RUN_MARKS = ("checkpoints", "snapshots.jsonl")              # what a pre-trainin
 
 
 class Records(list):
-    """Records read from a JSONL file, remembering the file and the line of each, so errors can name them."""
+    """Records read from a JSONL file, remembering the file, the line of each and the flag that named the file,
+    so errors can name them."""
 
-    def __init__(self, records, path: Path, lines: list[int]):
+    def __init__(self, records, path: Path, lines: list[int], flag: str):
         super().__init__(records)
-        self.path, self.lines = path, lines
+        self.path, self.lines, self.flag = path, lines, flag
 
 
 def extend_parser(p) -> None:
@@ -103,7 +104,7 @@ def read_jsonl(path, flag: str) -> Records:
                                  f"with the record's fields){array}")
             records.append(record)
             lines.append(n)
-    return Records(records, path, lines)
+    return Records(records, path, lines, flag)
 
 
 class _DuplicateKey(Exception):
@@ -183,7 +184,7 @@ def _run(args) -> int:
     result = prepare(model, tokenizer, train, val, **given, progress=args.progress, device=args.device)
     if test is not None:                 # the test set against the head that will be trained, before training
         checks.check_records(args.task, test, "--test")
-        checks.check_head(args.task, result.model, test, result.labels, against="--train")
+        checks.check_head(args.task, result.model, test, result.labels, against=checks.split_name(train, "train"))
         checks.check_encodable(args.task, test, tokenizer, result.model.config.max_position_embeddings, "--test")
 
     with contextlib.ExitStack() as stack:

@@ -143,7 +143,7 @@ def prepare(model, tokenizer, train, val=None, *, task: str, steps: int = 100, l
         checks.check_records(task, val, "val")
     names, n = checks.label_space(task, train)
     if val is not None:
-        checks.check_labels(task, val, names, n, "val")
+        checks.check_labels(task, val, names, n, "val", against=checks.split_name(train, "train"))
     if isinstance(model, (str, os.PathLike)):
         if not str(model).strip():
             raise ValueError("model is an empty name: pass a model (from bertlab.load), a name such as "

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,24 +87,14 @@ class ModelDiff:
 
     def save(self, path) -> Path:
         """Write the diff as a small JSON file (atomically; a link or a folder there is refused)."""
-        if not isinstance(path, (str, os.PathLike)) or not str(path):
-            raise ValueError(f"path must be a file path (str or Path), got {path!r}")
-        path = Path(path)
-        if not path.parent.is_dir():         # before the link check, whose lstat would raise a bare errno here
-            raise FileNotFoundError(f"{path.parent} is not a folder, so {path.name} cannot be written there: create "
-                                    "the folder first, or pass a path in an existing one")
-        files.refuse_link(path, "a model-diff file")
+        path = files.path_to_write(path, "a model-diff file")
         files.replace_text(path, json.dumps(self.to_json(), ensure_ascii=False, indent=1) + "\n")
         return path
 
     @classmethod
     def load(cls, path) -> "ModelDiff":
         """Read a file written by `save`."""
-        if not isinstance(path, (str, os.PathLike)):
-            raise ValueError(f"path must be a file path (str or Path), got {type(path).__name__}")
-        path = Path(path)
-        if not path.exists():
-            raise FileNotFoundError(f"no model-diff file at {path}: pass the path `ModelDiff.save` wrote")
+        path = files.path_to_read(path, "a model-diff file", "`ModelDiff.save`")
         text = files.read_text(path, "a model-diff file")
         try:
             data = json.loads(text)

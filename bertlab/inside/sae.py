@@ -150,13 +150,7 @@ class SparseAutoencoder(nn.Module):
         `dtype=torch.float16` halves the file, for shipping; `load` computes in float32 either way."""
         if dtype not in (torch.float32, torch.float16, torch.bfloat16):
             raise ValueError(f"dtype must be torch.float32, torch.float16 or torch.bfloat16, got {dtype!r}")
-        if not isinstance(path, (str, os.PathLike)) or not str(path):
-            raise ValueError(f"path must be a file path (str or Path), got {path!r}")
-        path = Path(path)
-        if not path.parent.is_dir():         # before the link check, whose lstat would raise a bare errno here
-            raise FileNotFoundError(f"{path.parent} is not a folder, so {path.name} cannot be written there: create "
-                                    "the folder first, or pass a path in an existing one")
-        files.refuse_link(path, "an autoencoder file")
+        path = files.path_to_write(path, "an autoencoder file")
         meta = {"format": FORMAT, "d_model": str(self.d_model), "width": str(self.width), "k": str(self.k),
                 "layer": str(self.layer)}
         tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
@@ -174,12 +168,7 @@ class SparseAutoencoder(nn.Module):
     @classmethod
     def load(cls, path) -> "SparseAutoencoder":
         """Read a file written by `save` (float16 or float32 weights; computed in float32)."""
-        if not isinstance(path, (str, os.PathLike)):
-            raise ValueError(f"path must be a file path (str or Path), got {type(path).__name__}")
-        path = Path(path)
-        files.refuse_link(path, "an autoencoder file")
-        if not path.is_file():
-            raise FileNotFoundError(f"no autoencoder file at {path}: pass the path `sae.save(path)` wrote")
+        path = files.path_to_read(path, "an autoencoder file", "`sae.save(path)`")
         try:
             with safe_open(str(path), framework="pt") as f:
                 meta = f.metadata() or {}

@@ -188,34 +188,42 @@ def _check_b_start(sentence_b_start, T: int):
     return sentence_b_start
 
 
-def _attention_source(fn: str, model, tokenizer, text, text_pair, sentence_b_start, max_tokens):
-    """(attentions, tokens, sentence_b_start) from either calling form of the *_view_html functions."""
-    if isinstance(model, torch.nn.Module):                        # (model, tokenizer, text, text_pair)
-        if sentence_b_start is not None:
-            raise ValueError("sentence_b_start is read off the encoding when the view runs the model: pass "
-                             "text_pair instead, or pass the attentions and tokens you computed")
-        return _encode_one(model, tokenizer, text, text_pair, max_tokens, fn.removesuffix("_html"))
-    if text_pair is not None:
-        raise ValueError(f"text_pair needs a model: {fn}(model, tokenizer, text, text_pair)")
-    if text is not None:
-        raise TypeError(f"{fn}() takes sentence_b_start by keyword with attention already computed: "
-                        f"{fn}(out, tokens, sentence_b_start={text!r})")
-    return model, tokenizer, sentence_b_start
+def _attention_source(fn: str, model, tokenizer, text, text_pair, attentions, tokens, sentence_b_start, max_tokens):
+    """(attentions, tokens, sentence_b_start) from the *_view_html functions' one calling form: a model run on a
+    text, `(model, tokenizer, text, text_pair=None)`, or attention already computed, by keyword."""
+    if attentions is not None or tokens is not None:                # attentions=…, tokens=…
+        if any(x is not None for x in (model, tokenizer, text, text_pair)):
+            raise ValueError(f"{fn} takes either a model to run, {fn}(model, tokenizer, text), or attention already "
+                             f"computed, {fn}(attentions=out, tokens=enc.tokens): not both")
+        if attentions is None or tokens is None:
+            raise ValueError(f"attention already computed needs both: {fn}(attentions=out, tokens=enc.tokens)")
+        return attentions, tokens, sentence_b_start
+    if not isinstance(model, torch.nn.Module):
+        computed = hasattr(model, "attentions") or (isinstance(model, (Sequence, torch.Tensor))
+                                                    and not isinstance(model, str))
+        raise TypeError(f"{fn} runs a model: pass (model, tokenizer, text), not a {type(model).__name__}"
+                        + (f"; for attention already computed, pass it by keyword: {fn}(attentions=out, "
+                           "tokens=enc.tokens, sentence_b_start=…)" if computed else ""))
+    if sentence_b_start is not None:
+        raise ValueError("sentence_b_start is read off the encoding when the view runs the model: pass text_pair "
+                         f"instead, or pass attention already computed by keyword: {fn}(attentions=out, "
+                         "tokens=enc.tokens, sentence_b_start=…)")
+    return _encode_one(model, tokenizer, text, text_pair, max_tokens, fn.removesuffix("_html"))
 
 
-def head_view_html(model, tokenizer, text: str | None = None, text_pair: str | None = None, *, layer=None,
-                   heads=None, sentence_b_start: int | None = None,
-                   max_tokens: int | None = BERTVIZ_MAX_TOKENS) -> str:
+def head_view_html(model=None, tokenizer=None, text: str | None = None, text_pair: str | None = None, *,
+                   attentions=None, tokens: Sequence[str] | None = None, sentence_b_start: int | None = None,
+                   layer=None, heads=None, max_tokens: int | None = BERTVIZ_MAX_TOKENS) -> str:
     """bertviz's head view of one example as self-contained HTML (no network): a <div> and one <script>.
 
-    Called as `head_view` is, `(model, tokenizer, text, text_pair=None)`, it runs the model; called with an
-    output already computed, `(out, tokens, sentence_b_start=None)`, it draws that: `out` a BertOutput or a
-    head's output of one example (or its L tensors of (1, heads, T, T)), `tokens` the example's tokens,
-    `sentence_b_start` the index of the first sentence-B token of a pair. `layer`, `heads`: what the view
-    shows at first.
+    Like `head_view` and every probe, `(model, tokenizer, text, text_pair=None)` runs the model on the text.
+    For attention already computed, pass it by keyword instead: `attentions` the output of one example run
+    with `output_attentions=True` (a BertOutput, a head's output, or their `.attentions`: L tensors of
+    (1, heads, T, T)), `tokens` its tokens, `sentence_b_start` the index of the first sentence-B token of a
+    pair. `layer`, `heads`: what the view shows at first.
     """
     attentions, tokens, sentence_b_start = _attention_source("head_view_html", model, tokenizer, text, text_pair,
-                                                             sentence_b_start, max_tokens)
+                                                             attentions, tokens, sentence_b_start, max_tokens)
     layers = _as_layers(attentions)
     L, H, T = len(layers), layers[0].shape[1], layers[0].shape[-1]
     tokens = _check_tokens(tokens, T)
@@ -226,17 +234,18 @@ def head_view_html(model, tokenizer, text: str | None = None, text_pair: str | N
     return _offline(view.data, "head_view")
 
 
-def model_view_html(model, tokenizer, text: str | None = None, text_pair: str | None = None, *, layers=None,
-                    heads=None, display_mode: str = "dark", sentence_b_start: int | None = None,
+def model_view_html(model=None, tokenizer=None, text: str | None = None, text_pair: str | None = None, *,
+                    attentions=None, tokens: Sequence[str] | None = None, sentence_b_start: int | None = None,
+                    layers=None, heads=None, display_mode: str = "dark",
                     max_tokens: int | None = BERTVIZ_MAX_TOKENS) -> str:
     """bertviz's model view (every layer × head as a thumbnail) as self-contained HTML (no network).
 
-    The two calling forms of `head_view_html`: `(model, tokenizer, text, text_pair=None)` or an output
-    already computed, `(out, tokens, sentence_b_start=None)`. `layers`, `heads`: show only these (fewer
-    thumbnails draw faster). `display_mode`: "dark" or "light".
+    Called as `head_view_html` is: `(model, tokenizer, text, text_pair=None)` runs the model, and attention
+    already computed comes by keyword (`attentions=out, tokens=enc.tokens, sentence_b_start=…`). `layers`,
+    `heads`: show only these (fewer thumbnails draw faster). `display_mode`: "dark" or "light".
     """
     attentions, tokens, sentence_b_start = _attention_source("model_view_html", model, tokenizer, text, text_pair,
-                                                             sentence_b_start, max_tokens)
+                                                             attentions, tokens, sentence_b_start, max_tokens)
     per_layer = _as_layers(attentions)
     L, H, T = len(per_layer), per_layer[0].shape[1], per_layer[0].shape[-1]
     tokens = _check_tokens(tokens, T)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from ..pretraining.snapshots import Snapshot
-from .figures.replay import ALL_HEADS, _snapshots, intra_similarity_figure, largest_guess, snapshot_figure
+from .figures.replay import ALL_HEADS, intra_similarity_figure, largest_guess, snapshot_figure, snapshot_list
 from .views import View, show_figure
 from .views import controls as W
 
@@ -37,7 +37,7 @@ class SnapshotReplay:
     """
 
     def __init__(self, source, layer: int = 0, head: int | str = 0, mask_index: int = 0):
-        self.snapshots = _snapshots(source)
+        self.snapshots = snapshot_list(source)
         first = self.snapshots[0]
         L, A = first.attention.shape[:2]
         head = ALL_HEADS if head is None else head

@@ -44,7 +44,7 @@ def _check_snapshot(snapshot) -> Snapshot:
     return snapshot
 
 
-def _snapshots(source) -> list[Snapshot]:
+def snapshot_list(source) -> list[Snapshot]:
     """A run folder (read with read_snapshots) or a list of snapshots → a non-empty list in step order."""
     if isinstance(source, (str, os.PathLike)):
         shots = read_snapshots(source)
@@ -135,7 +135,7 @@ def intra_similarity_figure(snapshots: Sequence[Snapshot], step: int | None = No
     Near 1, every token vector points the same way (the representations have collapsed); a contextual
     model keeps them apart. The y axis is fixed at -0.1 to 1 so runs and steps compare at a glance.
     """
-    shots = _snapshots(snapshots)
+    shots = snapshot_list(snapshots)
     steps = [s.step for s in shots]
     n = len(shots[0].intra_similarity)
     fig = go.Figure()

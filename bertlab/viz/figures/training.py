@@ -1,7 +1,7 @@
 """Figures for pre-training (notebook 06): the losses and accuracies a run logged, and its learning rate.
 
     training_curves("runs/tiny/metrics.jsonl")      # MLM and NSP loss and accuracy over the steps
-    lr_schedule(steps=300, warmup=30, peak=1e-3)     # warm-up then linear decay, as the trainer runs it
+    lr_schedule(steps=300, warmup=0.1, peak=1e-3)    # warm-up (a share) then linear decay, as the trainer runs it
 
 Pure functions of the logged rows, in the shared look of bertlab.viz.figures.look; none runs a model.
 """
@@ -17,7 +17,10 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ...optim import warmup_count
+from ...pretraining.args import PretrainArgs
 from ...pretraining.schedule import lr_at
+from ...settings import check_value
 from .look import PALETTE, finish
 
 __all__ = ["training_curves", "lr_schedule"]
@@ -68,16 +71,19 @@ def training_curves(rows: Iterable[dict] | str | os.PathLike) -> go.Figure:
                    margin=dict(l=60, r=20, t=90, b=60), width=760, height=580)
 
 
-def lr_schedule(steps: int, warmup: int, peak: float, rows: Iterable[dict] | None = None) -> go.Figure:
+def lr_schedule(steps: int, warmup: float, peak: float, rows: Iterable[dict] | None = None) -> go.Figure:
     """The learning rate `schedule.lr_at` gives at each step: linear warm-up to `peak`, then linear decay to 0.
 
-    Pass metrics.jsonl `rows` to overlay the learning rates the trainer actually logged.
+    `warmup` is the share of the steps spent warming up, spelled as `pretrain`'s and `finetune`'s (0.1: the
+    first 10 %, at least one step). Pass metrics.jsonl `rows` to overlay the learning rates the trainer logged.
     """
-    for name, v in (("steps", steps), ("warmup", warmup)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise ValueError(f"{name} must be an int, got {v!r}")
-    if steps < 1 or not 0 <= warmup <= steps:
-        raise ValueError(f"need steps ≥ 1 and 0 ≤ warmup ≤ steps, got steps={steps}, warmup={warmup}")
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ValueError(f"steps must be a whole number ≥ 1, got {steps!r}")
+    if isinstance(warmup, (int, np.integer)) and not isinstance(warmup, bool) and warmup >= 1:
+        raise ValueError(f"warmup is the share of the steps spent warming up, as pretrain's and finetune's, not a "
+                         f"count of steps: for {warmup} of {steps} steps pass warmup={warmup / steps:g}")
+    check_value(PretrainArgs, "warmup", warmup, flags=False)     # a share in [0, 1), the trainer's own check
+    share, warmup = warmup, warmup_count(steps, warmup)          # the share → the steps it covers
     if isinstance(peak, bool) or not isinstance(peak, (int, float)) or not 0 < peak < math.inf:
         raise ValueError(f"peak must be a positive learning rate, got {peak!r}")
     # the schedule is piecewise linear, so ~500 points plus its corners draw it exactly
@@ -95,7 +101,7 @@ def lr_schedule(steps: int, warmup: int, peak: float, rows: Iterable[dict] | Non
             hovertemplate="step %{x}<br>logged lr %{y:.3e}<extra></extra>"))
     if warmup > 0:
         fig.add_vline(x=warmup, line_dash="dot", line_color="#999", annotation_text="end of warm-up")
-    return finish(fig, f"learning rate: linear warm-up over {warmup} steps to {peak:g}, "
+    return finish(fig, f"learning rate: linear warm-up over {warmup} steps ({share:.0%}) to {peak:g}, "
                         f"then linear decay to 0 at {steps}",
                    xaxis_title="step", yaxis=dict(title="learning rate", rangemode="tozero", exponentformat="e"),
                    width=720, height=380)

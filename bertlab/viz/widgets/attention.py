@@ -219,6 +219,6 @@ class AttentionExplorer(Widget):
                              "the heatmap and the grid still work")
         b_start = enc.token_type_ids.index(1) if 1 in enc.token_type_ids else None
         try:
-            return head_view_html(out, enc.tokens, sentence_b_start=b_start, layer=layer)
+            return head_view_html(attentions=out, tokens=enc.tokens, sentence_b_start=b_start, layer=layer)
         except ImportError as e:                    # bertviz is optional: bertviz_views.bertviz says how to get it
             raise ValueError(f"not available in this installation ({e})") from None
