@@ -127,7 +127,7 @@ def atlas_figure(atlas: HeadAtlas, index: int = 0) -> go.Figure:
                                 args=[{"visible": visible}]))
     fig.update_yaxes(autorange="reversed", row=1, col=2)
     fig.update_xaxes(tickangle=-60, row=1, col=2)
-    return finish(fig, "head atlas: pick a head to see its attention", height=560, width=1100,
+    return finish(fig, "head atlas: pick a head to see its attention", height=560, width=1000,
                   updatemenus=[dict(buttons=buttons, x=1.0, xanchor="right", y=1.14, yanchor="top")],
                   legend=dict(x=0.0, y=-0.15, orientation="h"))
 

@@ -215,7 +215,7 @@ def contextuality_figure(result) -> go.Figure:
                           row=1, col=c + 1)
         fig.update_xaxes(title_text="layer (0 = embeddings)", dtick=1, row=1, col=c + 1)
     return finish(fig, "how contextual is each layer? lower self-similarity and MEV = more context-specific",
-                   width=1100, height=420, legend=dict(orientation="h", y=-0.25))
+                   width=1000, height=420, legend=dict(orientation="h", y=-0.25))
 
 
 # ---- which layer knows what ---------------------------------------------------------------------------
