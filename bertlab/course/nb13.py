@@ -152,7 +152,7 @@ def _(answer):
         return bad
     best = _heads("previous")
     if head == best[0]:
-        return right("open it in the atlas figure: every row looks one step to the left, in every sentence")
+        return right("click it in the atlas view: every row looks one step to the left, in every sentence")
     if head == best[1]:
         return wrong("that is the second strongest", kind="not the top head")
     if head == _heads("next", 1)[0]:
