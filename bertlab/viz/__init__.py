@@ -40,6 +40,7 @@ from .inspection import (
 from .intervention import fill_shift_figure, mixing_figure, patching_figure, scoreboard_figure
 from .neuron_view import neuron_view, neuron_view_html
 from .replay import SnapshotReplay, intra_similarity_figure, snapshot_figure
+from .views.interact import Interactive, interact
 from .widgets import (
                       AttentionExplorer,
                       ContextExplorer,
@@ -73,4 +74,6 @@ __all__ = [
     "SnapshotReplay",
     # the course: predict before a reveal, a quiz at the end
     "Predict", "Quiz",
+    # a notebook's own live cell: a function of some controls, drawn on the view base
+    "interact", "Interactive",
 ]
