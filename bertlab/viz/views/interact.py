@@ -59,6 +59,11 @@ def _control(name: str, spec) -> C.Element:
             raise ValueError(f"the control for {name!r} is already part of another view: make a new one")
         if not spec.description:
             spec.description = name
+        if isinstance(spec, C._Selection):
+            if not spec.values:
+                raise ValueError(f"{name!r} has no options: give at least one")
+            if spec.value is None:              # ipywidgets' toggle buttons start at the first option: so here
+                spec.value = spec.values[0]
         return spec
     if type(spec).__module__.startswith("ipywidgets"):
         raise ValueError(f"{name!r} is an ipywidgets control, which only JupyterLab draws: use the same one from "
@@ -81,6 +86,9 @@ def _check_signature(fn: Callable, names: list[str]) -> None:
     except (TypeError, ValueError):             # a builtin without a signature: its call will say
         return
     what = getattr(fn, "__name__", "the function")
+    for n, p in params.items():
+        if p.kind is p.POSITIONAL_ONLY and p.default is p.empty:
+            raise ValueError(f"{what} takes {n!r} by position only: interact passes every value by name")
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         takes = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
         for n in names:
@@ -90,8 +98,6 @@ def _check_signature(fn: Callable, names: list[str]) -> None:
     for n, p in params.items():
         if (p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n not in names):
             raise ValueError(f"{what} needs {n!r}: give it a control ({n}=...)")
-        if p.kind is p.POSITIONAL_ONLY and p.default is p.empty:
-            raise ValueError(f"{what} takes {n!r} by position only: interact passes every value by name")
 
 
 def _steps(ctrl: C.IntSlider) -> int:
