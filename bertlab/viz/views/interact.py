@@ -71,7 +71,7 @@ def _control(name: str, spec) -> C.Element:
     if isinstance(spec, bool):
         return C.Checkbox(value=spec, description=name)
     if isinstance(spec, str):
-        return C.Text(value=spec, description=name, continuous_update=False, layout={"width": "90%"})
+        return C.Text(value=spec, description=name, layout={"width": "90%"})    # redrawn as one types
     if isinstance(spec, (list, tuple)):
         if not spec:
             raise ValueError(f"{name!r} has an empty list of options: give at least one")
