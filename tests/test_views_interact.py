@@ -220,3 +220,21 @@ def test_bad_input_to_interact_is_a_clear_error():
         interact(lambda a, b: "", a=same, b=same)
     # a function taking **kwargs takes any name; one with defaults needs no control for them
     assert interact(lambda **kw: str(sorted(kw)), anything="x").text == "['anything']"
+
+
+# ---- the notebooks use it -------------------------------------------------------------------------------
+
+def test_no_notebook_builds_its_own_ipywidgets_output_cell():
+    """Every live cell of the lessons is a view (bertlab.viz: the model widgets, or interact): an ipywidgets
+    `interactive`, `interactive_output` or `Output` draws nothing in VS Code, marimo or the book."""
+    from pathlib import Path
+
+    import nbformat
+
+    found = []
+    for path in sorted((Path(__file__).resolve().parents[1] / "notebooks").rglob("*.ipynb")):
+        for i, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            if cell.cell_type == "code" and any(s in cell.source for s in (
+                    "import ipywidgets", "from ipywidgets", "interactive(", "interactive_output(", "Output(")):
+                found.append(f"{path.name} cell {i}")
+    assert not found, f"move these cells onto bertlab.viz.interact: {found}"
