@@ -173,7 +173,7 @@ def drive_interact(page) -> list[str]:
         return json.loads(view.evaluate(curve))
 
     text = view.locator("input[type=text]")
-    x, _ = act("typing", lambda: (text.fill("a run of just four"), text.press("Enter")))
+    x, _ = act("typing", lambda: (text.fill("four words in all"), text.press("Enter")))
     assert x[-1] == 40                                   # 10 steps a word: the function's answer, drawn
     slider = view.locator("input[type=range]")
     act("the slider", lambda: (slider.focus(), slider.press("ArrowLeft")))
@@ -198,8 +198,10 @@ def run_gallery(page, url: str) -> None:
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
 
 
-def latencies(page) -> list[float]:
-    return page.evaluate("() => (globalThis.__bertlab && globalThis.__bertlab.latencies || []).map(l => l.ms)")
+def latencies(page, view: str | None = None) -> list[float]:
+    """Milliseconds from each change to its drawn answer, every view's (or only those drawn by js/<view>.js)."""
+    return page.evaluate("(v) => (globalThis.__bertlab && globalThis.__bertlab.latencies || [])"
+                         ".filter(l => !v || l.view === v).map(l => l.ms)", view)
 
 
 def summary(name: str, lat: list[float]) -> str:
@@ -221,6 +223,7 @@ def test_views_in_jupyterlab(lab, browser, report):
         driven = drive_views(page, n_views())
         driven["interact"] = drive_interact(page)
         report.append(summary("JupyterLab", latencies(page)) + f"; driven {driven}")
+        report.append(summary("JupyterLab, interact", latencies(page, "interact")))
         assert not errors, errors
         assert not blocked, f"the page asked the network for {blocked}"
     finally:
@@ -338,6 +341,7 @@ def test_views_in_marimo(marimo_app, browser, report):
         driven = drive_views(page, n_views())
         driven["interact"] = drive_interact(page)
         report.append(summary("marimo", latencies(page)) + f"; driven {driven}")
+        report.append(summary("marimo, interact", latencies(page, "interact")))
         assert not errors, errors
         assert not blocked, f"the page asked the network for {blocked}"
     finally:
