@@ -128,6 +128,8 @@ def test_too_many_combinations_or_bytes_keep_only_the_answer_shown():
     w = Interactive(lambda a: "x" * 1000, {"a": W.IntSlider(value=0, min=0, max=9)}, max_bytes=5000)
     assert w.saved == 1 and list(w.view.data["answers"]) == ["[0]"]
     assert Interactive(pieces, {"text": "a", "upper": False}, precompute=0).saved == 1
+    huge = interact(lambda n: str(n), n=W.IntSlider(value=5, min=0, max=10**12))      # counted, never listed
+    assert huge.saved == 1 and huge.text == "5"
 
 
 def test_in_a_kernel_the_function_runs_again_rather_than_the_saved_answer():

@@ -100,14 +100,20 @@ def _check_signature(fn: Callable, names: list[str]) -> None:
             raise ValueError(f"{what} needs {n!r}: give it a control ({n}=...)")
 
 
-def _steps(ctrl: C.IntSlider) -> int:
-    """How many values a slider (or a number box) can take."""
+def _count(ctrl: C.Element) -> int | None:
+    """How many values a person can give this control, or None for a text box (any text)."""
+    if isinstance(ctrl, C.Text):
+        return None
+    if isinstance(ctrl, C._Selection):
+        return len(ctrl.values)
+    if isinstance(ctrl, C.Checkbox):
+        return 2
     step = ctrl.step or 1
-    return int(math.floor((ctrl.max - ctrl.min) / step + 1e-9)) + 1
+    return max(1, int(math.floor((ctrl.max - ctrl.min) / step + 1e-9)) + 1) if step > 0 else 1
 
 
 def _choices(ctrl: C.Element) -> list | None:
-    """Every value a person can give this control, or None for a text box (any text)."""
+    """Every value a person can give this control (call it once `_count` said they are few), or None for text."""
     if isinstance(ctrl, C.Text):
         return None
     if isinstance(ctrl, C._Selection):
@@ -115,7 +121,7 @@ def _choices(ctrl: C.Element) -> list | None:
     if isinstance(ctrl, C.Checkbox):
         return [False, True]
     step = ctrl.step or 1
-    return [ctrl._cast(round(ctrl.min + i * step, 10)) for i in range(_steps(ctrl))]
+    return [ctrl._cast(round(ctrl.min + i * step, 10)) for i in range(_count(ctrl))]
 
 
 def _key_part(ctrl: C.Element, value) -> Any:
@@ -236,7 +242,7 @@ class Interactive:
             return None
         if hasattr(result, "to_plotly_json") and hasattr(result, "_data"):
             return ("figure", result)
-        if isinstance(result, str) or (isinstance(result, numbers.Number) and not isinstance(result, bool)):
+        if isinstance(result, (str, numbers.Number)):
             text = str(result)
             return ("html", f'<pre class="bl-text" style="margin:0;white-space:pre-wrap">'
                             f"{html.escape(text, quote=False)}</pre>", text)
@@ -251,10 +257,10 @@ class Interactive:
         """Every combination of the controls' values (text boxes as they are), if there are at most `limit` and
         their answers fit in `max_bytes`; otherwise only the current one is kept."""
         names = list(self.controls)
-        choices = [_choices(self.controls[n]) for n in names]
-        n_combos = math.prod(len(c) for c in choices if c is not None)
+        n_combos = math.prod(n for n in (_count(self.controls[n]) for n in names) if n is not None)
         if n_combos < 2 or n_combos > limit:
             return
+        choices = [_choices(self.controls[n]) for n in names]
         current = self.values
         size = 0
         for combo in itertools.product(*[c if c is not None else [current[n]] for n, c in zip(names, choices)]):
