@@ -167,13 +167,14 @@ class Interactive:
         self.out = C.Output()
         self.result: Any = None
         self.error: str | None = None
-        self._answers: dict[str, dict] = {}
-        self._answer(self.values)                                   # the current values, drawn at once
+        # the answers saved for the book, built here only: a change in a kernel runs the function and keeps nothing
+        self._answers: dict[str, dict] = {self._key(self.values): self._answer(self.values)}
         self._precompute(int(precompute), int(max_bytes))
         self.view = View(C.VBox([*self.controls.values(), self.message, self.out]), module="interact")
         self._show(self._answers[self._key(self.values)])
         self.view.data = {"controls": [c.id for c in self.controls.values()],
                           "answers": {k: self._saved(a) for k, a in self._answers.items()}}
+        self._answers = {}
         for c in self.controls.values():
             c.observe(self._changed, names="value")
 
@@ -233,7 +234,6 @@ class Interactive:
             answer = {"result": None, "error": text, "content": None,
                       "message": ('<div style="color:#9f1c1c;background:#fdecea;padding:4px 8px;border-radius:4px">'
                                   f"{html.escape(text, quote=False)}</div>")}
-        self._answers[self._key(values)] = answer
         return answer
 
     def _content(self, result) -> tuple | None:
@@ -265,7 +265,10 @@ class Interactive:
         size = 0
         for combo in itertools.product(*[c if c is not None else [current[n]] for n, c in zip(names, choices)]):
             values = dict(zip(names, combo))
-            answer = self._answers.get(self._key(values)) or self._answer(values)
+            key = self._key(values)
+            answer = self._answers.get(key)
+            if answer is None:
+                answer = self._answers[key] = self._answer(values)
             size += self._size(answer)
             if size > max_bytes:
                 keep = self._key(current)
