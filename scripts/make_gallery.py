@@ -42,7 +42,13 @@ VIEWS = [
     ("SteeringView", '"The river [MASK] was muddy after the rain."'),
     ("HeadAtlasView", '__import__("bertlab").head_atlas(*__import__("bertlab").load("bertlab-tiny"), '
                       '["The cat sat on the mat.", "It was warm there.", "The dog ran along the river bank."])'),
+    # a notebook's own live cell (bertlab.viz.interact): typing, a slider and toggle buttons each redraw the curve
+    ("interact", 'lambda text, warmup, peak: lr_schedule(10 * len(text.split()), warmup, peak), '
+                 'text="the schedule of a run of this many words", warmup=W.FloatSlider(value=0.2, min=0.0, max=0.4, step=0.1), '
+                 'peak=W.ToggleButtons(options=[1e-3, 5e-4])'),
 ]
+# what a view's cell uses besides its class: bertlab.viz names, and W (bertlab.viz.views.controls)
+NEEDS = {"interact": ("lr_schedule", "W")}
 
 
 def main() -> None:
@@ -63,13 +69,14 @@ def main() -> None:
 
 def import_line() -> str:
     """`from bertlab.viz import ...` of every view, one name a line (as ruff formats a long import)."""
-    names = "".join(f"    {c},\n" for c in sorted({c for c, _ in VIEWS}, key=str.lower))
-    return f"from bertlab.viz import (\n{names})"
+    viz = {c for c, _ in VIEWS} | {n for needs in NEEDS.values() for n in needs if n != "W"}
+    names = "".join(f"    {c},\n" for c in sorted(viz, key=lambda c: (c[:1].islower(), c.lower())))  # as ruff sorts
+    return f"from bertlab.viz import (\n{names})\nfrom bertlab.viz.views import controls as W"
 
 
 def marimo_app() -> str:
     """The same views as a marimo app: each view's anywidget (`.view`) wrapped by `mo.ui.anywidget`."""
-    names = ", ".join(sorted(c for c, _ in VIEWS))
+    names = ", ".join(sorted({c for c, _ in VIEWS} | {n for needs in NEEDS.values() for n in needs}))
     imports = import_line().replace("\n", "\n    ")
     cells = [f"""@app.cell
 def _():
@@ -80,7 +87,7 @@ def _():
 """]
     for i, (cls, args) in enumerate(VIEWS):
         cells.append(f"""@app.cell
-def _({cls}, mo):
+def _({", ".join((cls, *NEEDS.get(cls, ())))}, mo):
     view_{i} = mo.ui.anywidget({cls}({args}).view)
     view_{i}
     return

@@ -4,6 +4,7 @@ tests take seconds; tests/browser/test_book_in_browser.py builds the real course
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import re
@@ -249,6 +250,23 @@ def test_the_recorder_rebuilds_widget_state_from_comm_messages_and_skips_a_faile
     assert partial.write(two, tmp_path / "partial.ipynb") is None
     rec.failed = True
     assert rec.write(nb, tmp_path / "failed.ipynb") is None and not (tmp_path / "failed.ipynb").exists()
+
+
+def test_the_recorder_keeps_binary_buffers_where_the_state_had_them():
+    """A view's figure arrays travel as binary buffers beside the JSON (buffer_paths): the saved state keeps them
+    as nbclient does (base64 with their paths), and a trait sent again drops the buffers it had."""
+    rec = Recorder()
+    state = {"_model_name": "AnyModel", "_model_module": "anywidget", "content": {"o": {"figure": {"z": {"dtype": "f4"}}}},
+             "data": {"a": {"dtype": "u1"}}}
+    rec.comm({"msg_type": "comm_open", "buffers": [b"\x00\x00\x80?", b"\x07"],
+              "content": {"comm_id": "v", "data": {"state": state, "buffer_paths": [
+                  ["content", "o", "figure", "z", "bdata"], ["data", "a", "bdata"]]}}})
+    rec.comm({"msg_type": "comm_msg", "buffers": [memoryview(b"\x00\x00\x00@")],
+              "content": {"comm_id": "v", "data": {"method": "update", "state": {"content": {"p": {"z": {}}}},
+                                                   "buffer_paths": [["content", "p", "z", "bdata"]]}}})
+    saved = rec.widget_metadata()[WIDGET_STATE]["state"]["v"]["buffers"]
+    assert sorted((b["path"], base64.b64decode(b["data"])) for b in saved) == [
+        (["content", "p", "z", "bdata"], b"\x00\x00\x00@"), (["data", "a", "bdata"], b"\x07")]
 
 
 # ---- the course's own notebooks, read (not run) ---------------------------------------------------------

@@ -15,6 +15,7 @@ lessons use neither outside widgets, whose figures live in the widget state.
 
 from __future__ import annotations
 
+import base64
 import logging
 from pathlib import Path
 
@@ -30,6 +31,7 @@ class Recorder:
 
     def __init__(self):
         self.widgets: dict[str, dict] = {}
+        self.buffers: dict[str, dict[tuple, bytes]] = {}     # model id → path in its state → binary buffer
         self.failed = False
         self.count = 0
 
@@ -41,6 +43,13 @@ class Recorder:
             return
         if msg["msg_type"] == "comm_open" or data.get("method") in ("update", "echo_update"):
             self.widgets.setdefault(comm_id, {}).update(data["state"])
+            # binary buffers (a view's figure arrays) travel beside the JSON, each at a path into the state: a
+            # trait sent again replaces the buffers it had
+            kept = self.buffers.setdefault(comm_id, {})
+            for path in [p for p in kept if p[0] in data["state"]]:
+                del kept[path]
+            for path, buf in zip(data.get("buffer_paths") or [], msg.get("buffers") or []):
+                kept[tuple(path)] = bytes(buf)
 
     def cell(self, cell, outputs) -> None:
         """Put the outputs nbval read for `cell` into it, with an execution count as a kernel would give."""
@@ -54,7 +63,9 @@ class Recorder:
 
     def widget_metadata(self) -> dict:
         state = {mid: {"model_name": s.get("_model_name", ""), "model_module": s.get("_model_module", ""),
-                       "model_module_version": s.get("_model_module_version", ""), "state": s}
+                       "model_module_version": s.get("_model_module_version", ""), "state": s,
+                       **({"buffers": [{"encoding": "base64", "path": list(p), "data": base64.b64encode(b).decode()}
+                                       for p, b in self.buffers[mid].items()]} if self.buffers.get(mid) else {})}
                  for mid, s in self.widgets.items() if "_model_name" in s}
         return {WIDGET_STATE: {"version_major": 2, "version_minor": 0, "state": state}}
 

@@ -258,6 +258,19 @@ def _view_attribute(element: str, attribute: str, value: str) -> str | None:
 
 # ---- bertlab's views (viz.views), saved in a notebook's widget state --------------------------------------
 
+def _clean_pane(pane):
+    """A view's pane as saved: its HTML through the allowlist (a bertviz frame stays sandboxed), its figure
+    through clean_plotly."""
+    if not isinstance(pane, dict):
+        return pane
+    pane = dict(pane)
+    if isinstance(pane.get("html"), str) and not pane.get("frame"):
+        pane["html"] = clean_html(pane["html"])
+    if "figure" in pane:
+        pane["figure"] = clean_plotly(pane["figure"])[0]
+    return pane
+
+
 def trusted_view(entry: dict) -> dict | None:
     """A saved bertlab view as the book may run it, or None for a view module this bertlab does not have.
 
@@ -281,16 +294,22 @@ def trusted_view(entry: dict) -> dict | None:
         if isinstance(node, dict) and isinstance(node.get("value"), str) and node.get("kind") == "html":
             node = dict(node, value=clean_html(node["value"]))
         nodes[key] = node
-    content = {}
-    for key, pane in (state.get("content") or {}).items():
-        if isinstance(pane, dict):
-            pane = dict(pane)
-            if isinstance(pane.get("html"), str) and not pane.get("frame"):
-                pane["html"] = clean_html(pane["html"])
-            if "figure" in pane:
-                pane["figure"] = clean_plotly(pane["figure"])[0]
-        content[key] = pane
-    state = dict(state, _esm=code, nodes=nodes, content=content, plotly_js="", module=module)
+    content = {key: _clean_pane(pane) for key, pane in (state.get("content") or {}).items()}
+    data = state.get("data")
+    if isinstance(data, dict) and isinstance(data.get("answers"), dict):
+        # interact's saved answers (viz/views/interact.py) are panes and HTML nodes too: cleaned the same way
+        answers = {}
+        for key, answer in data["answers"].items():
+            if isinstance(answer, dict):
+                panes = answer.get("content") if isinstance(answer.get("content"), dict) else {}
+                patches = answer.get("nodes") if isinstance(answer.get("nodes"), dict) else {}
+                answers[key] = {"content": {k: _clean_pane(p) for k, p in panes.items()},
+                                "nodes": {k: {"value": clean_html(p["value"])} for k, p in patches.items()
+                                          if isinstance(p, dict) and isinstance(p.get("value"), str)
+                                          and nodes.get(k, {}).get("kind") == "html"}}
+        data = dict(data, answers=answers)
+    state = dict(state, _esm=code, nodes=nodes, content=content, plotly_js="", module=module,
+                 **({"data": data} if data is not None else {}))
     buffers = [b for b in entry.get("buffers") or []
                if isinstance(b, dict) and isinstance(b.get("path"), list) and b["path"][:1] != ["plotly_js"]]
     return dict(entry, state=state, buffers=buffers)

@@ -44,6 +44,7 @@ from .figures import (
 from .neuron_view import neuron_view, neuron_view_html
 from .replay import SnapshotReplay
 from .views.atlas import HeadAtlasView
+from .views.interact import Interactive, interact
 from .views.steer import SteeringView
 from .widgets import (
                       AttentionExplorer,
@@ -78,4 +79,6 @@ __all__ = [
     "SnapshotReplay", "SteeringView", "HeadAtlasView",
     # the course: predict before a reveal, a quiz at the end
     "Predict", "Quiz",
+    # a notebook's own live cell: a function of some controls, drawn on the view base
+    "interact", "Interactive",
 ]

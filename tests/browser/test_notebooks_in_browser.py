@@ -246,7 +246,8 @@ SIGNATURE = """(area) => {
     s.querySelectorAll('path, rect').forEach(p => marks.push((p.getAttribute('d') || '') + (p.getAttribute('width') || '')));
   });
   area.querySelectorAll('.widget-label, .widget-html-content, .widget-output .jp-RenderedText, '
-                        + '.widget-output .jp-RenderedHTMLCommon, .bl-view .bl-html, .bl-view .bl-label')
+                        + '.widget-output .jp-RenderedHTMLCommon, .bl-view .bl-html, .bl-view .bl-label, '
+                        + '.bl-view [data-kind=output]:not(:has(.main-svg))')      // a view's HTML pane (interact)
       .forEach(e => text.push(e.textContent));
   let h = 5381; const m = marks.join('|');
   for (let i = 0; i < m.length; i++) h = ((h * 33) ^ m.charCodeAt(i)) >>> 0;

@@ -156,6 +156,32 @@ def drive_views(page, n: int) -> dict:
     return driven
 
 
+def drive_interact(page) -> list[str]:
+    """The gallery's `interact` view (bertlab.viz.interact, a curve of lr_schedule): typing more words, moving the
+    warm-up slider and clicking the other peak each redraw the figure with the function's new answer."""
+    view = page.locator(".bl-view", has=page.locator("[data-description=warmup]"))
+    assert view.count() == 1, "the gallery's interact view is missing"
+    curve = ("v => { const d = v.querySelector('[data-kind=output]')._fullData[0];"
+             " return JSON.stringify([Array.from(d.x), Array.from(d.y)]); }")
+
+    def act(what, do):
+        before, shown = view.evaluate("v => v.dataset.done"), view.evaluate(curve)
+        do()
+        wait_done(page, view, before)
+        wait(page, f"([v, old]) => ({curve})(v) !== old", [view.element_handle(), shown],
+             f"interact's figure to change after {what}")
+        return json.loads(view.evaluate(curve))
+
+    text = view.locator("input[type=text]")
+    x, _ = act("typing", lambda: (text.fill("four words in all"), text.press("Enter")))
+    assert x[-1] == 40                                   # 10 steps a word: the function's answer, drawn
+    slider = view.locator("input[type=range]")
+    act("the slider", lambda: (slider.focus(), slider.press("ArrowLeft")))
+    _, y = act("a toggle", lambda: view.locator("button.bl-btn[aria-pressed=false]").first.click())
+    assert abs(max(y) - float(view.locator("button.bl-btn[aria-pressed=true]").inner_text())) < 1e-9
+    return ["typing", "slider", "toggle"]
+
+
 def wait_done(page, view, before) -> None:
     wait(page, "([v, b]) => v.dataset.done && v.dataset.done !== b", [view.element_handle(), before],
          "a view to answer a change")
@@ -172,8 +198,10 @@ def run_gallery(page, url: str) -> None:
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
 
 
-def latencies(page) -> list[float]:
-    return page.evaluate("() => (globalThis.__bertlab && globalThis.__bertlab.latencies || []).map(l => l.ms)")
+def latencies(page, view: str | None = None) -> list[float]:
+    """Milliseconds from each change to its drawn answer, every view's (or only those drawn by js/<view>.js)."""
+    return page.evaluate("(v) => (globalThis.__bertlab && globalThis.__bertlab.latencies || [])"
+                         ".filter(l => !v || l.view === v).map(l => l.ms)", view)
 
 
 def summary(name: str, lat: list[float]) -> str:
@@ -193,7 +221,9 @@ def test_views_in_jupyterlab(lab, browser, report):
     try:
         run_gallery(page, f"{lab.url}/lab/tree/gallery.ipynb?token={lab.token}")
         driven = drive_views(page, n_views())
+        driven["interact"] = drive_interact(page)
         report.append(summary("JupyterLab", latencies(page)) + f"; driven {driven}")
+        report.append(summary("JupyterLab, interact", latencies(page, "interact")))
         assert not errors, errors
         assert not blocked, f"the page asked the network for {blocked}"
     finally:
@@ -309,7 +339,9 @@ def test_views_in_marimo(marimo_app, browser, report):
     try:
         page.goto(marimo_app)
         driven = drive_views(page, n_views())
+        driven["interact"] = drive_interact(page)
         report.append(summary("marimo", latencies(page)) + f"; driven {driven}")
+        report.append(summary("marimo, interact", latencies(page, "interact")))
         assert not errors, errors
         assert not blocked, f"the page asked the network for {blocked}"
     finally:

@@ -110,3 +110,72 @@ def test_attention_view_is_live_on_a_book_page(tmp_path):
             assert not blocked, blocked
         finally:
             browser.close()
+
+
+def test_interact_is_live_on_a_book_page_over_its_saved_answers(tmp_path):
+    """A notebook's own live cell (bertlab.viz.interact) on a book page: every menu and toggle change is looked
+    up among the answers saved when it was built (figures with binary arrays, an error line), after the book's
+    cleaning (trusted_view); a new text needs a kernel and is refused with the note."""
+    import plotly.graph_objects as go
+    from playwright.sync_api import sync_playwright
+
+    from bertlab.book.sanitize import trusted_view
+    from bertlab.viz import interact
+    from bertlab.viz.views import controls as W
+    from bertlab.viz.views import plotly_source
+    from bertlab.viz.views.page import embed
+
+    def letters(word, scale, flip):
+        if scale == 3:
+            raise ValueError("scale 3 is too much")
+        y = [scale * (i + 1) for i in range(len(word))]
+        return go.Figure(go.Bar(x=list(word), y=y[::-1] if flip else y)).update_layout(title=f"{word} ×{scale}")
+
+    w = interact(letters, word="playwright", scale=W.Dropdown(options=[1, 2, 3]), flip=W.ToggleButtons(options=[False, True]))
+    assert w.saved == 6
+    (tmp_path / "plotly.min.js").write_bytes(plotly_source())
+    (tmp_path / "page.html").write_text(
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"><script src="plotly.min.js"></script></head>'
+        f"<body>{embed(trusted_view(saved_entry(w)))}</body></html>")
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            blocked, errors = [], []
+            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:", "blob:"))
+                       else (blocked.append(r.request.url), r.abort()))
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto((tmp_path / "page.html").as_uri())
+            page.wait_for_selector(".bl-view [data-kind=output] .main-svg", timeout=30_000)
+            shown = ("() => { const d = document.querySelector('.bl-view [data-kind=output]');"
+                     " return d._fullData ? {title: d.layout.title.text, y: Array.from(d._fullData[0].y)} : null; }")
+
+            def wait_title(title):
+                page.wait_for_function(f"() => {{ const s = ({shown})(); return s && s.title === {title!r}; }}",
+                                       timeout=10_000)
+                return page.evaluate(shown)
+
+            page.locator(".bl-view [data-description=scale] select").select_option(label="2")
+            assert wait_title("playwright ×2")["y"] == [2 * (i + 1) for i in range(10)]
+            page.locator(".bl-view button.bl-btn", has_text="True").click()
+            page.wait_for_function(f"() => ({shown})().y[0] === 20", timeout=10_000)
+            assert page.evaluate(shown)["y"] == [2 * (i + 1) for i in range(10)][::-1]
+            # the combination that failed in Python shows its one-line message, and no figure
+            page.locator(".bl-view [data-description=scale] select").select_option(label="3")
+            page.wait_for_selector(".bl-view .bl-html div", timeout=10_000)
+            assert page.locator(".bl-view .bl-html").inner_text() == "scale 3 is too much"
+            assert page.evaluate("() => document.querySelector('.bl-view [data-kind=output]').dataset.empty") == "1"
+            page.locator(".bl-view [data-description=scale] select").select_option(label="1")
+            wait_title("playwright ×1")
+            assert page.locator(".bl-view .bl-html").inner_text() == ""
+            # a new word needs the kernel: refused with the note, the figure unchanged
+            box = page.locator(".bl-view input[type=text]")
+            box.fill("another")
+            box.press("Enter")
+            page.wait_for_selector(".bl-needs-model:not([hidden])", timeout=10_000)
+            assert page.evaluate(shown)["title"] == "playwright ×1"
+            assert not errors, errors
+            assert not blocked, blocked
+        finally:
+            browser.close()
