@@ -30,7 +30,8 @@ def wrong_00_1():
             (round(n / 1e6, 1), "millions"), (n * 2, "factor"), (count_parameters(bertlab.load("minilm")[0].config)[0],
                                                                  "MiniLM"), ("23837184", "int"),
             # the segment table and the LayerNorm are both 2 × H: the diagnosis names both, not one by chance
-            (n - c.type_vocab_size * H, "segment table"), (float(n), "an int")]
+            (n - c.type_vocab_size * H, "segment table"), (float(n), "an int"),
+            (n - (c.vocab_size - 30_000) * H, "paper's round vocabulary")]
 
 
 def _attention(text="The river bank was muddy after the rain."):

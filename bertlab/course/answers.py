@@ -12,10 +12,13 @@ question wanted two decimals and the learner rounded). One home for each rule ke
 - `library_call(fn, *library)`: whether a learner's function is, or calls, the library's own function that
   the exercise asks them to write.
 - `runs_a_model(fn, *args)`: whether a learner's "rule with no model" ran a torch module.
+- `method_calls(cls, name)`: how often a class's method ran in a block, so a check can tell a function
+  that looks three rows up from one that calls the embedding layer that adds them for it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import types
 from typing import Callable
@@ -24,7 +27,8 @@ import torch
 
 from .registry import as_number, wrong
 
-__all__ = ["whole", "whole_or_wrong", "pair", "to_decimals", "nearest", "library_call", "runs_a_model"]
+__all__ = ["whole", "whole_or_wrong", "pair", "to_decimals", "nearest", "library_call", "runs_a_model",
+           "method_calls"]
 
 
 def whole(answer) -> int | None:
@@ -140,14 +144,39 @@ def _referenced(fn, seen=None) -> tuple[list, set]:
     return objects, names
 
 
-def library_call(fn: Callable, *library: Callable) -> str | None:
-    """The name of the library function `fn` is or calls (by any name, or as `module.attribute`), else None."""
+def library_call(fn: Callable, *library: Callable | str) -> str | None:
+    """The name of the library function `fn` is or calls (by any name, or as `module.attribute`), else None. A
+    str in `library` is an attribute name to look for, for functions whose `__name__` is not the name they are
+    called by (`torch.special.entr` calls itself `special_entr`)."""
     objects, names = _referenced(fn)
     for lib in library:
+        if isinstance(lib, str):
+            if lib in names:
+                return lib
+            continue
         if fn is lib or getattr(fn, "__wrapped__", None) is lib or any(obj is lib for obj in objects) \
                 or lib.__name__ in names:
             return lib.__name__
     return None
+
+
+@contextlib.contextmanager
+def method_calls(cls: type, name: str):
+    """Yields a list that gets one entry each time `cls.name` runs inside the block, however it is reached
+    (`module(...)`, `module.forward(...)`, a helper's call). Patched on the class, not on an object: the learner's
+    function gets copies of the check's modules (`run_learner`). The method is put back when the block ends."""
+    original = cls.__dict__[name]
+    calls: list[int] = []
+
+    @functools.wraps(original)
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+    setattr(cls, name, counted)
+    try:
+        yield calls
+    finally:
+        setattr(cls, name, original)
 
 
 def runs_a_model(fn: Callable, *args):

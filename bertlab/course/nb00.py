@@ -63,6 +63,9 @@ def _(answer):
                      kind="the wrong model")
     if answer < 1000:
         return wrong("give the exact count as a whole number, not in millions", kind="units")
+    if answer in (truth - (base["token"] - 30_000 * 768), truth - (base["token"] - 30_000 * 768) - base["LayerNorm"]):
+        return wrong("that counts the paper's round 30,000 WordPieces; BERT-base's released vocabulary, the one "
+                     "in BertConfig.preset('base'), has a few hundred more rows", kind="the paper's round vocabulary")
     kind = ratio_kind(answer, truth)
     if kind:
         return wrong("check the table sizes: rows × hidden size, for each table", kind=kind)

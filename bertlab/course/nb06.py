@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from .answers import rounded_message, to_decimals
+from .answers import library_call, rounded_message, to_decimals
 from .registry import as_number, exercise, not_a, ratio_kind, right, run_learner, wrong
 
 _STEPS, _PEAK = 150, 1e-3                    # the notebook's run: 150 steps, peak 1e-3, warm-up 10 % of the steps
@@ -56,6 +56,9 @@ def _(answer):
     if not callable(answer):
         return wrong(f"this exercise takes your function itself (entropy, without brackets), got "
                      f"{type(answer).__name__}", kind="wrong type")
+    if (name := library_call(answer, torch.distributions.Categorical.entropy, "entr")):
+        return wrong(f"your function hands the work to torch ({name}): write −Σ a log a yourself, with the natural "
+                     "log and the zero weights handled", kind="the library's function")
     g = torch.Generator().manual_seed(6)
     rows = [torch.full((19,), 1 / 19), torch.softmax(torch.randn(12, generator=g) * 3, -1),
             torch.tensor([0.0, 1.0, 0.0, 0.0]), torch.tensor([0.5, 0.5, 0.0])]
@@ -111,4 +114,7 @@ def _(answer):
                      "BERT-base's", kind="the wrong vocabulary")
     if 0 < x < 0.01:
         return wrong("that is the probability of one token, 1 / V; the loss is −log of it", kind="probability, not loss")
+    if abs(x - math.log(30_000)) < 0.005:
+        return wrong("that is for the paper's round 30,000 WordPieces; BERT-base's released vocabulary, the one "
+                     "in its config and in the notebook's table, has a few hundred more", kind="the paper's round vocabulary")
     return wrong("−log(1 / V) with V the size of BERT-base's vocabulary", kind="off")
