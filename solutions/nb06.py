@@ -61,4 +61,5 @@ def wrong_06_3():
     return [(math.log2(V), "bits"), (math.log10(V), "base 10"), (math.log(2000), "wrong vocabulary"),
             (1 / V, "probability"), (V, "−log(1 / v)"), (torch.tensor([1.0, 2.0]), "a number"),
             (round(math.log(V), 1), "rounded further than asked"),
-            (round(math.log(30_000), 2), "paper's round vocabulary")]
+            (round(math.log(30_000), 2), "paper's round vocabulary"),
+            (math.trunc(math.log(V) * 100) / 100, "cut off after two decimals")]

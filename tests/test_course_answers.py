@@ -147,7 +147,8 @@ def test_pair_reads_tensors_and_leaves_the_rest_for_head_pair_to_refuse():
 @pytest.mark.parametrize("x, truth, decimals, said", [
     (0.13, 0.12613, 2, "right"), (0.126, 0.12613, 2, "right"), (0.1, 0.12613, 2, "rounded"),
     (10.33, 10.326, 2, "right"), (10.3, 10.326, 2, "rounded"), (10, 10.326, 2, "rounded"), (1.3, 1.2876, 2, "rounded"),
-    (1.29, 1.2876, 2, "right"), (1.28, 1.2876, 2, None), (0.2, 0.12613, 2, None), (1.0, 0.662, 2, None),
+    (1.29, 1.2876, 2, "right"), (1.28, 1.2876, 2, "truncated"), (0.19, 0.1978, 2, "truncated"),
+    (10.32, 10.326, 2, "truncated"), (-0.19, -0.1978, 2, "truncated"), (0.1, 0.1978, 2, None), (1.27, 1.2876, 2, None), (0.2, 0.12613, 2, None), (1.0, 0.662, 2, None),
     (0.2, 0.1978, 2, "right"), (float("nan"), 0.5, 2, None), (float("inf"), 0.5, 2, None)])
 def test_to_decimals_calls_a_rounding_a_rounding(x, truth, decimals, said):
     assert answers.to_decimals(x, truth, decimals) == said

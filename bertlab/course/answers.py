@@ -6,7 +6,8 @@ question wanted two decimals and the learner rounded). One home for each rule ke
 
 - `whole(answer)`: an int, or an integer 0-d tensor or numpy scalar (`tensor(7)`), read as an int; `pair(answer)` does the same for a (layer, head) pair.
 - `to_decimals(x, truth, decimals)`: right at the precision the question asks ("to two decimals"); a value
-  that is the right one rounded to fewer decimals is called a rounding, never a wrong method.
+  that is the right one rounded to fewer decimals is called a rounding, and one with its digits cut off
+  (0.19 for 0.198) a truncation, never a wrong method.
 - `nearest(x, candidates, tolerance)`: which known mistake an answer is, and only when exactly one fits
   (two mistakes with the same value are named together instead of one of them by chance).
 - `library_call(fn, *library)`: whether a learner's function is, or calls, the library's own function that
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import types
 from typing import Callable
 
@@ -27,7 +29,7 @@ import torch
 
 from .registry import as_number, wrong
 
-__all__ = ["whole", "whole_or_wrong", "pair", "to_decimals", "nearest", "library_call", "runs_a_model",
+__all__ = ["whole", "whole_or_wrong", "pair", "to_decimals", "truncated_message", "nearest", "library_call", "runs_a_model",
            "method_calls"]
 
 
@@ -69,10 +71,13 @@ def pair(answer):
 
 
 def to_decimals(x: float, truth: float, decimals: int) -> str | None:
-    """'right' when `x` is `truth` to `decimals` decimals (within half a unit of the last one); 'rounded' when it
-    is `truth` rounded to fewer decimals than asked; else None."""
+    """'right' when `x` is `truth` to `decimals` decimals (within half a unit of the last one); 'truncated' when
+    it is `truth` with the digits after the asked ones cut off (0.19 for 0.198); 'rounded' when it is `truth`
+    rounded to fewer decimals than asked; else None."""
     if abs(x - truth) <= 0.5 * 10 ** -decimals + 1e-9:
         return "right"
+    if _places(x) == decimals and abs(x - math.trunc(truth * 10 ** decimals) / 10 ** decimals) <= 1e-9:
+        return "truncated"                      # the digits cut off after the last one asked for, not rounded
     for d in range(0 if abs(truth) >= 1 else 1, decimals):      # a share rounded to 0 or 1 is no rounding
         if abs(x - round(truth, d)) <= 1e-9 or (abs(x - truth) <= 0.5 * 10 ** -d + 1e-9 and _places(x) == d):
             return "rounded"
@@ -88,6 +93,11 @@ def _places(x: float) -> int:
 def rounded_message(decimals: int) -> str:
     word = {1: "one decimal", 2: "two decimals", 3: "three decimals"}.get(decimals, f"{decimals} decimals")
     return f"that is the right number rounded further than asked: give it to {word}"
+
+
+def truncated_message(decimals: int) -> str:
+    word = {1: "one decimal", 2: "two decimals", 3: "three decimals"}.get(decimals, f"{decimals} decimals")
+    return f"that is the right number with its digits cut off after {word}: round it to {word} instead"
 
 
 def nearest(x: float, candidates, tolerance: float):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .answers import method_calls, nearest, rounded_message, to_decimals
+from .answers import method_calls, nearest, rounded_message, to_decimals, truncated_message
 from .registry import as_number, exercise, loaded, not_a, ratio_kind, right, run_learner, wrong
 
 _INPUTS = (("The kettle began to whistle.", "She poured the tea."), ("We pitched the tent.", None),
@@ -151,6 +151,8 @@ def _(answer):
     said = to_decimals(value, truth, 3)
     if said == "rounded":
         return wrong(rounded_message(3), kind="rounded too far")
+    if said == "truncated":
+        return wrong(truncated_message(3), kind="cut off, not rounded")
     if said == "right":
         return right("segment B's row changes every token of B, and through attention the tokens of A too")
     # the nearest known mistake, and only when one fits: the first [SEP] and B's second token move by

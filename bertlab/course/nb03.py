@@ -11,7 +11,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .answers import library_call, nearest, rounded_message, to_decimals, whole_or_wrong
+from .answers import library_call, nearest, rounded_message, to_decimals, truncated_message, whole_or_wrong
 from .registry import as_number, exercise, loaded, not_a, ratio_kind, right, run_learner, wrong
 
 _TEXT = "The river bank was muddy after the rain."
@@ -106,6 +106,8 @@ def _(answer):
     said = to_decimals(value, truth, 2)
     if said == "rounded":
         return wrong(rounded_message(2), kind="rounded too far")
+    if said == "truncated":
+        return wrong(truncated_message(2), kind="cut off, not rounded")
     if said == "right":
         return right("without the scaling each row's weight piles onto one key; with d_k = 64 the dot products "
                      "grow further, the softmax saturates and its gradients vanish")

@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from .answers import library_call, rounded_message, to_decimals
+from .answers import library_call, rounded_message, to_decimals, truncated_message
 from .registry import as_number, exercise, not_a, ratio_kind, right, run_learner, wrong
 
 _STEPS, _PEAK = 150, 1e-3                    # the notebook's run: 150 steps, peak 1e-3, warm-up 10 % of the steps
@@ -102,6 +102,8 @@ def _(answer):
     said = to_decimals(x, truth, 2)
     if said == "rounded":
         return wrong(rounded_message(2), kind="rounded too far")
+    if said == "truncated":
+        return wrong(truncated_message(2), kind="cut off, not rounded")
     if said == "right":
         return right("the MLM loss of every run with that vocabulary starts near here: a full softmax over the "
                      "vocabulary makes the number comparable from run to run")
