@@ -99,6 +99,8 @@ def _(answer):
     if (bad := not_a(answer, str, what="a sentence (a str) with one [MASK]")):
         return bad
     n = answer.count("[MASK]")
+    if n == 0 and "[mask]" in answer.lower():
+        return wrong("the tokenizer knows the mask only as [MASK], in capitals", kind="no [MASK]")
     if n != 1:
         return wrong(f"the sentence needs exactly one [MASK], it has {n}", kind="no single [MASK]" if n else "no [MASK]")
     if "She opened the [MASK]" in answer or "folded the letter" in answer:
