@@ -3,6 +3,8 @@
 00.5 (compare `bank`'s vector at layer 0 and layer 6) is open on purpose: notebook 07 answers it properly.
 """
 
+import math
+
 import torch
 
 import bertlab
@@ -30,7 +32,8 @@ def wrong_00_1():
             (round(n / 1e6, 1), "millions"), (n * 2, "factor"), (count_parameters(bertlab.load("minilm")[0].config)[0],
                                                                  "MiniLM"), ("23837184", "int"),
             # the segment table and the LayerNorm are both 2 × H: the diagnosis names both, not one by chance
-            (n - c.type_vocab_size * H, "segment table"), (float(n), "an int")]
+            (n - c.type_vocab_size * H, "segment table"), (float(n), "an int"),
+            (n - (c.vocab_size - 30_000) * H, "paper's round vocabulary")]
 
 
 def _attention(text="The river bank was muddy after the rain."):
@@ -66,7 +69,8 @@ def wrong_00_3():
     att = _attention()
     return [(float(att[..., -1].mean(-1).max()), "rows too"), (float(att[:, :, 1:-1, 0].mean(-1).max()), "[CLS]"),
             (ex_00_3() * 100, "percentage"), (float(att[:, :, 1:-1, -1].mean()), "average over all heads"),
-            (0.5, "")]   # (rounded to 0.2 it is still right to two decimals: 0.20)
+            (0.5, ""),   # (rounded to 0.2 it is still right to two decimals: 0.20)
+            (math.trunc(ex_00_3() * 100) / 100, "cut off after two decimals")]
 
 
 def ex_00_4():

@@ -35,7 +35,13 @@ def wrong_03_1():
 
     def only_weights(q, k, v):
         return ex_03_1()(q, k, v)[0]
-    return [(unscaled, "1/√d_k"), (by_d, "by d_k"), (columns, "wrong dimension"), (only_weights, "two tensors")]
+
+    def torch_output(q, k, v):                      # the weights by hand, the output from torch's own attention
+        w = (q @ k.T / math.sqrt(q.shape[-1])).softmax(-1)
+        return w, torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    return [(unscaled, "1/√d_k"), (by_d, "by d_k"), (columns, "wrong dimension"), (only_weights, "two tensors"),
+            (torch_output, "library's function"),
+            (torch.nn.functional.scaled_dot_product_attention, "library's function")]
 
 
 def _qk():

@@ -45,4 +45,4 @@ def wrong_04_3():
     return [("The children [MASK] playing in the garden.", "agree"), ("I drank a cup of tea.", "[MASK]"),
             ("[MASK] drank a cup of [MASK].", "exactly one"),
             ("[MASK] folded the letter carefully and put a colourful stamp on the envelope.", "notebook"),
-            (["a", "[MASK]"], "str")]
+            (["a", "[MASK]"], "str"), ("The cat sat on the [mask].", "in capitals")]

@@ -4,6 +4,7 @@
 why, is the point, and there is no single number to check.
 """
 
+import math
 import random
 from pathlib import Path
 
@@ -61,7 +62,8 @@ def ex_05_2():
 def wrong_05_2():
     s = _share(64)
     return [(100 * s, "percent"), (1 - s, "isnext share"), (0.5, "balance=True"), (_share(128), "128"),
-            (0.3, "count label 1"), ("0.6", "a number"), (round(s, 2), "rounded further than asked")]
+            (0.3, "count label 1"), ("0.6", "a number"), (round(s, 2), "rounded further than asked"),
+            (math.trunc(s * 1000) / 1000, "cut off after three decimals")]
 
 
 STOP = set("the and was were that with from this they their them have has had for his her she him you your are "

@@ -42,8 +42,14 @@ def wrong_06_2():
 
     def as_list(row):
         return [1.0]
+    def torch_entropy(row):                         # torch's own entropy does the exercise
+        return torch.distributions.Categorical(probs=row).entropy()
+
+    def torch_entr(row):
+        return torch.special.entr(row).sum()
     return [(bits, "bits, not nats"), (naive, "nan"), (positive, "sign"), (as_list, "one number"),
-            (lambda row: row.max(), "ln t"), ("entropy", "function itself")]
+            (lambda row: row.max(), "ln t"), ("entropy", "function itself"),
+            (torch_entropy, "library's function"), (torch_entr, "library's function")]
 
 
 def ex_06_3():
@@ -54,4 +60,6 @@ def wrong_06_3():
     V = bertlab.BertConfig.preset("base").vocab_size
     return [(math.log2(V), "bits"), (math.log10(V), "base 10"), (math.log(2000), "wrong vocabulary"),
             (1 / V, "probability"), (V, "−log(1 / v)"), (torch.tensor([1.0, 2.0]), "a number"),
-            (round(math.log(V), 1), "rounded further than asked")]
+            (round(math.log(V), 1), "rounded further than asked"),
+            (round(math.log(30_000), 2), "paper's round vocabulary"),
+            (math.trunc(math.log(V) * 100) / 100, "cut off after two decimals")]

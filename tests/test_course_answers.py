@@ -5,6 +5,7 @@ a thin wrapper of it; the helpers' bad inputs get an answer, never a traceback."
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib
 import importlib.util
@@ -72,13 +73,59 @@ def test_every_float_question_says_its_precision_and_takes_the_answer_rounded_to
 
 @pytest.mark.parametrize("exercise, library", [("09.1", "bertlab.experiments.ablations.next_token_labels"),
                                                ("09.2", "bertlab.experiments.clear_of_noise"),
-                                               ("11.2", "bertlab.probe.attention_maps.merge_word_pieces")])
+                                               ("11.2", "bertlab.probe.attention_maps.merge_word_pieces"),
+                                               ("03.1", "torch.nn.functional.scaled_dot_product_attention")])
 def test_a_function_exercise_refuses_the_librarys_own_function(exercise, library):
     module, name = library.rsplit(".", 1)
     fn = getattr(importlib.import_module(module), name)
     for given in (fn, functools.partial(fn), lambda *a: fn(*a)):
         r = bertlab.check(exercise, given)
         assert not r.right and r.kind == "the library's function" and name in r.message, r
+
+
+def test_the_embedding_sum_refuses_the_embedding_layers_own_forward_however_it_is_wrapped():
+    """02.1: the layer's forward returns the parts it added (`.sum`): handing that back is the library doing the
+    exercise, found by running it (the learner's function gets a copy of the layer, so by the layer's class)."""
+    def own(e, ids, types):
+        return e(ids, types).sum
+
+    def via_forward(e, ids, types):
+        return e.forward(ids, types).sum
+
+    def in_a_helper(e, ids, types):
+        parts = (lambda m: m(ids, types))(e)
+        return parts.token + parts.segment + parts.position
+    for given in (own, via_forward, in_a_helper):
+        r = bertlab.check("02.1", given)
+        assert not r.right and r.kind == "the library's function" and "embeddings(...)" in r.message, r
+
+
+@pytest.mark.parametrize("given", [lambda row: torch.distributions.Categorical(probs=row).entropy(),
+                                   lambda row: torch.special.entr(row).sum(),
+                                   functools.partial(torch.distributions.Categorical.entropy)])
+def test_the_entropy_exercise_refuses_torchs_own_entropy(given):
+    r = bertlab.check("06.2", given)
+    assert not r.right and r.kind == "the library's function", r
+
+
+def test_library_call_reads_a_name_for_functions_that_call_themselves_otherwise():
+    assert torch.special.entr.__name__ != "entr"                     # why a name is needed at all
+    assert answers.library_call(lambda row: torch.special.entr(row).sum(), "entr") == "entr"
+    assert answers.library_call(lambda row: -(row * row.log()).sum(), "entr") is None
+    assert answers.library_call(lambda row: row, "entr", len) is None
+
+
+def test_method_calls_counts_every_way_in_and_puts_the_method_back():
+    class Layer(torch.nn.Module):
+        def forward(self, x):
+            return x + 1
+    layer, original = Layer(), Layer.__dict__["forward"]
+    with answers.method_calls(Layer, "forward") as calls:
+        layer(torch.ones(1)), layer.forward(torch.ones(1)), copy.deepcopy(layer)(torch.ones(1))
+    assert len(calls) == 3
+    with pytest.raises(ZeroDivisionError), answers.method_calls(Layer, "forward") as calls:
+        1 / 0
+    assert Layer.__dict__["forward"] is original and calls == []     # put back even when the block raised
 
 
 # ---- the helpers, and their bad inputs ------------------------------------------------------------------------
@@ -104,7 +151,8 @@ def test_pair_reads_tensors_and_leaves_the_rest_for_head_pair_to_refuse():
 @pytest.mark.parametrize("x, truth, decimals, said", [
     (0.13, 0.12613, 2, "right"), (0.126, 0.12613, 2, "right"), (0.1, 0.12613, 2, "rounded"),
     (10.33, 10.326, 2, "right"), (10.3, 10.326, 2, "rounded"), (10, 10.326, 2, "rounded"), (1.3, 1.2876, 2, "rounded"),
-    (1.29, 1.2876, 2, "right"), (1.28, 1.2876, 2, None), (0.2, 0.12613, 2, None), (1.0, 0.662, 2, None),
+    (1.29, 1.2876, 2, "right"), (1.28, 1.2876, 2, "truncated"), (0.19, 0.1978, 2, "truncated"),
+    (10.32, 10.326, 2, "truncated"), (-0.19, -0.1978, 2, "truncated"), (0.1, 0.1978, 2, None), (1.27, 1.2876, 2, None), (0.2, 0.12613, 2, None), (1.0, 0.662, 2, None),
     (0.2, 0.1978, 2, "right"), (float("nan"), 0.5, 2, None), (float("inf"), 0.5, 2, None)])
 def test_to_decimals_calls_a_rounding_a_rounding(x, truth, decimals, said):
     assert answers.to_decimals(x, truth, decimals) == said

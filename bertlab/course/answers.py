@@ -7,17 +7,22 @@ question wanted two decimals and the learner rounded). One home for each rule ke
 - `whole(answer)`: an int, or an integer 0-d tensor or numpy scalar (`tensor(7)`), read as an int; `pair(answer)` does the same for a (layer, head) pair
   (a tuple, a list, or a 1-D integer tensor or array of two).
 - `to_decimals(x, truth, decimals)`: right at the precision the question asks ("to two decimals"); a value
-  that is the right one rounded to fewer decimals is called a rounding, never a wrong method.
+  that is the right one rounded to fewer decimals is called a rounding, and one with its digits cut off
+  (0.19 for 0.198) a truncation, never a wrong method.
 - `nearest(x, candidates, tolerance)`: which known mistake an answer is, and only when exactly one fits
   (two mistakes with the same value are named together instead of one of them by chance).
 - `library_call(fn, *library)`: whether a learner's function is, or calls, the library's own function that
   the exercise asks them to write.
 - `runs_a_model(fn, *args)`: whether a learner's "rule with no model" ran a torch module.
+- `method_calls(cls, name)`: how often a class's method ran in a block, so a check can tell a function
+  that looks three rows up from one that calls the embedding layer that adds them for it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import math
 import types
 from typing import Callable
 
@@ -25,7 +30,8 @@ import torch
 
 from .registry import as_number, wrong
 
-__all__ = ["whole", "whole_or_wrong", "pair", "to_decimals", "nearest", "library_call", "runs_a_model"]
+__all__ = ["whole", "whole_or_wrong", "pair", "to_decimals", "truncated_message", "nearest", "library_call", "runs_a_model",
+           "method_calls"]
 
 
 def whole(answer) -> int | None:
@@ -70,10 +76,13 @@ def pair(answer):
 
 
 def to_decimals(x: float, truth: float, decimals: int) -> str | None:
-    """'right' when `x` is `truth` to `decimals` decimals (within half a unit of the last one); 'rounded' when it
-    is `truth` rounded to fewer decimals than asked; else None."""
+    """'right' when `x` is `truth` to `decimals` decimals (within half a unit of the last one); 'truncated' when
+    it is `truth` with the digits after the asked ones cut off (0.19 for 0.198); 'rounded' when it is `truth`
+    rounded to fewer decimals than asked; else None."""
     if abs(x - truth) <= 0.5 * 10 ** -decimals + 1e-9:
         return "right"
+    if _places(x) == decimals and abs(x - math.trunc(truth * 10 ** decimals) / 10 ** decimals) <= 1e-9:
+        return "truncated"                      # the digits cut off after the last one asked for, not rounded
     for d in range(0 if abs(truth) >= 1 else 1, decimals):      # a share rounded to 0 or 1 is no rounding
         if abs(x - round(truth, d)) <= 1e-9 or (abs(x - truth) <= 0.5 * 10 ** -d + 1e-9 and _places(x) == d):
             return "rounded"
@@ -89,6 +98,11 @@ def _places(x: float) -> int:
 def rounded_message(decimals: int) -> str:
     word = {1: "one decimal", 2: "two decimals", 3: "three decimals"}.get(decimals, f"{decimals} decimals")
     return f"that is the right number rounded further than asked: give it to {word}"
+
+
+def truncated_message(decimals: int) -> str:
+    word = {1: "one decimal", 2: "two decimals", 3: "three decimals"}.get(decimals, f"{decimals} decimals")
+    return f"that is the right number with its digits cut off after {word}: round it to {word} instead"
 
 
 def nearest(x: float, candidates, tolerance: float):
@@ -145,14 +159,39 @@ def _referenced(fn, seen=None) -> tuple[list, set]:
     return objects, names
 
 
-def library_call(fn: Callable, *library: Callable) -> str | None:
-    """The name of the library function `fn` is or calls (by any name, or as `module.attribute`), else None."""
+def library_call(fn: Callable, *library: Callable | str) -> str | None:
+    """The name of the library function `fn` is or calls (by any name, or as `module.attribute`), else None. A
+    str in `library` is an attribute name to look for, for functions whose `__name__` is not the name they are
+    called by (`torch.special.entr` calls itself `special_entr`)."""
     objects, names = _referenced(fn)
     for lib in library:
+        if isinstance(lib, str):
+            if lib in names:
+                return lib
+            continue
         if fn is lib or getattr(fn, "__wrapped__", None) is lib or any(obj is lib for obj in objects) \
                 or lib.__name__ in names:
             return lib.__name__
     return None
+
+
+@contextlib.contextmanager
+def method_calls(cls: type, name: str):
+    """Yields a list that gets one entry each time `cls.name` runs inside the block, however it is reached
+    (`module(...)`, `module.forward(...)`, a helper's call). Patched on the class, not on an object: the learner's
+    function gets copies of the check's modules (`run_learner`). The method is put back when the block ends."""
+    original = cls.__dict__[name]
+    calls: list[int] = []
+
+    @functools.wraps(original)
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+    setattr(cls, name, counted)
+    try:
+        yield calls
+    finally:
+        setattr(cls, name, original)
 
 
 def runs_a_model(fn: Callable, *args):

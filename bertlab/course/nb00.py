@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..config import BertConfig
-from .answers import nearest, pair, rounded_message, to_decimals, whole_or_wrong
+from .answers import nearest, pair, rounded_message, to_decimals, truncated_message, whole_or_wrong
 from .registry import as_number, exercise, loaded, matches, not_a, ratio_kind, right, wrong
 
 # sentences the checks run on: not the notebook's, so an answer fitted to one sentence does not pass by luck
@@ -63,6 +63,9 @@ def _(answer):
                      kind="the wrong model")
     if answer < 1000:
         return wrong("give the exact count as a whole number, not in millions", kind="units")
+    if answer in (truth - (base["token"] - 30_000 * 768), truth - (base["token"] - 30_000 * 768) - base["LayerNorm"]):
+        return wrong("that counts the paper's round 30,000 WordPieces; BERT-base's released vocabulary, the one "
+                     "in BertConfig.preset('base'), has a few hundred more rows", kind="the paper's round vocabulary")
     kind = ratio_kind(answer, truth)
     if kind:
         return wrong("check the table sizes: rows × hidden size, for each table", kind=kind)
@@ -157,6 +160,8 @@ def _(answer):
     said = to_decimals(value, truth, 2)
     if said == "rounded":
         return wrong(rounded_message(2), kind="rounded too far")
+    if said == "truncated":
+        return wrong(truncated_message(2), kind="cut off, not rounded")
     if said == "right":
         return right("even the most [SEP]-minded head gives it a small share: MiniLM's heads park their spare "
                      "attention on [CLS] instead (Clark et al. found [SEP] heads in BERT-base, not here)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .answers import nearest, rounded_message, to_decimals
+from .answers import method_calls, nearest, rounded_message, to_decimals, truncated_message
 from .registry import as_number, exercise, loaded, not_a, ratio_kind, right, run_learner, wrong
 
 _INPUTS = (("The kettle began to whistle.", "She poured the tea."), ("We pitched the tent.", None),
@@ -38,10 +38,17 @@ def _(answer):
         for a, b in _INPUTS:
             enc = tokenizer(a, b)
             ids, types = enc["input_ids"], enc["token_type_ids"]                   # (1, T)
-            with torch.no_grad():
+            with torch.no_grad(), method_calls(type(emb), "forward") as ran:
                 got, bad = run_learner(answer, emb, ids, types)
-                if bad:
-                    return bad
+            if bad:
+                return bad
+            if ran:
+                # the layer's own forward adds the parts (and keeps them as out.embeddings.sum): handing its
+                # result back is the library doing the exercise, whatever the function does around it
+                return wrong("your function calls the embedding layer itself (embeddings(...)), which adds the "
+                             "parts for you: look up the three rows in its tables and add them yourself",
+                             kind="the library's function")
+            with torch.no_grad():
                 parts = bert(**enc).embeddings
             where = f" ({name}, {a!r}" + (" + B)" if b else ")")
             if not isinstance(got, torch.Tensor):
@@ -144,6 +151,8 @@ def _(answer):
     said = to_decimals(value, truth, 3)
     if said == "rounded":
         return wrong(rounded_message(3), kind="rounded too far")
+    if said == "truncated":
+        return wrong(truncated_message(3), kind="cut off, not rounded")
     if said == "right":
         return right("segment B's row changes every token of B, and through attention the tokens of A too")
     # the nearest known mistake, and only when one fits: the first [SEP] and B's second token move by

@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
-from .answers import nearest, rounded_message, to_decimals, whole_or_wrong
+from .answers import library_call, nearest, rounded_message, to_decimals, truncated_message, whole_or_wrong
 from .registry import as_number, exercise, loaded, not_a, ratio_kind, right, run_learner, wrong
 
 _TEXT = "The river bank was muddy after the rain."
@@ -42,6 +43,9 @@ def _reference(q, k, v, scale=True):
 def _(answer):
     if not callable(answer):
         return not_a(answer, type(len), what="a function my_attention(q, k, v) -> (weights, output)")
+    if (name := library_call(answer, F.scaled_dot_product_attention, F.multi_head_attention_forward)):
+        return wrong(f"your function hands the attention to torch's own {name}: compute softmax(QKᵀ/√d_k) "
+                     "and multiply by V yourself", kind="the library's function")
     gen = torch.Generator().manual_seed(3)
     q, k, v = _qkv()
     cases = [(q[3], k[3], v[3], "MiniLM layer 0 head 3"), (q[8], k[8], v[8], "MiniLM layer 0 head 8")]
@@ -102,6 +106,8 @@ def _(answer):
     said = to_decimals(value, truth, 2)
     if said == "rounded":
         return wrong(rounded_message(2), kind="rounded too far")
+    if said == "truncated":
+        return wrong(truncated_message(2), kind="cut off, not rounded")
     if said == "right":
         return right("without the scaling each row's weight piles onto one key; with d_k = 64 the dot products "
                      "grow further, the softmax saturates and its gradients vanish")

@@ -11,7 +11,7 @@ import inspect
 import torch
 
 from ..pretraining.masking import REPLACE_BERT, mask_tokens
-from .answers import rounded_message, to_decimals, whole_or_wrong
+from .answers import rounded_message, to_decimals, truncated_message, whole_or_wrong
 from .registry import as_number, exercise, loaded, not_a, right, wrong
 
 
@@ -37,6 +37,8 @@ def _(answer):
     said = to_decimals(value, truth, 2)
     if said == "rounded":
         return wrong(rounded_message(2), kind="rounded too far")
+    if said == "truncated":
+        return wrong(truncated_message(2), kind="cut off, not rounded")
     if said == "right":
         return right("the model sees [MASK] in about one token in eight; it must predict about one in seven")
     if abs(value / 100 - truth) <= 0.003:
@@ -97,6 +99,8 @@ def _(answer):
     if (bad := not_a(answer, str, what="a sentence (a str) with one [MASK]")):
         return bad
     n = answer.count("[MASK]")
+    if n == 0 and "[mask]" in answer.lower():
+        return wrong("the tokenizer knows the mask only as [MASK], in capitals", kind="no [MASK]")
     if n != 1:
         return wrong(f"the sentence needs exactly one [MASK], it has {n}", kind="no single [MASK]" if n else "no [MASK]")
     if "She opened the [MASK]" in answer or "folded the letter" in answer:

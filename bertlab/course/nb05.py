@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from .answers import nearest, rounded_message, runs_a_model, to_decimals, whole_or_wrong
+from .answers import nearest, rounded_message, runs_a_model, to_decimals, truncated_message, whole_or_wrong
 from .registry import as_number, exercise, loaded, not_a, ratio_kind, right, run_learner, wrong
 
 # documents the check builds sentence-order pairs from: its own, so a builder fitted to the notebook's cannot pass by luck
@@ -101,6 +101,8 @@ def _(answer):
     said = to_decimals(x, truth, 3)
     if said == "rounded":
         return wrong(rounded_message(3), kind="rounded too far")
+    if said == "truncated":
+        return wrong(truncated_message(3), kind="cut off, not rounded")
     if said == "right":
         return right("more NotNext than IsNext, as on the 128-token pairs: a chunk with one sentence can only be "
                      "NotNext, and NotNext pairs leave text for more pairs. Always answering NotNext scores this")

@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from .answers import rounded_message, to_decimals
+from .answers import library_call, rounded_message, to_decimals, truncated_message
 from .registry import as_number, exercise, not_a, ratio_kind, right, run_learner, wrong
 
 _STEPS, _PEAK = 150, 1e-3                    # the notebook's run: 150 steps, peak 1e-3, warm-up 10 % of the steps
@@ -57,6 +57,9 @@ def _(answer):
     if not callable(answer):
         return wrong(f"this exercise takes your function itself (entropy, without brackets), got "
                      f"{type(answer).__name__}", kind="wrong type")
+    if (name := library_call(answer, torch.distributions.Categorical.entropy, "entr")):
+        return wrong(f"your function hands the work to torch ({name}): write −Σ a log a yourself, with the natural "
+                     "log and the zero weights handled", kind="the library's function")
     g = torch.Generator().manual_seed(6)
     rows = [torch.full((19,), 1 / 19), torch.softmax(torch.randn(12, generator=g) * 3, -1),
             torch.tensor([0.0, 1.0, 0.0, 0.0]), torch.tensor([0.5, 0.5, 0.0])]
@@ -100,6 +103,8 @@ def _(answer):
     said = to_decimals(x, truth, 2)
     if said == "rounded":
         return wrong(rounded_message(2), kind="rounded too far")
+    if said == "truncated":
+        return wrong(truncated_message(2), kind="cut off, not rounded")
     if said == "right":
         return right("the MLM loss of every run with that vocabulary starts near here: a full softmax over the "
                      "vocabulary makes the number comparable from run to run")
@@ -112,4 +117,7 @@ def _(answer):
                      "BERT-base's", kind="the wrong vocabulary")
     if 0 < x < 0.01:
         return wrong("that is the probability of one token, 1 / V; the loss is −log of it", kind="probability, not loss")
+    if abs(x - math.log(30_000)) < 0.005:
+        return wrong("that is for the paper's round 30,000 WordPieces; BERT-base's released vocabulary, the one "
+                     "in its config and in the notebook's table, has a few hundred more", kind="the paper's round vocabulary")
     return wrong("−log(1 / V) with V the size of BERT-base's vocabulary", kind="off")
