@@ -4,6 +4,8 @@
 purpose: the learner writes the sentences, and the question is what the pattern means.
 """
 
+import math
+
 import torch
 
 import bertlab
@@ -68,4 +70,5 @@ def wrong_07_3():
     return [(float(d[-1, 6, 0:3].mean()), "the other group"), (1 - float(d[-1, 6, 3:6].mean()), "similarity"),
             (float(d[3, 6, 3:6].mean()), "the wrong layer"), (2.0, "off"),
             (float(d[-1, 6, 3:].mean()), "itself included"),
-            (round(float(d[-1, 6, 3:6].mean()), 1), "rounded further than asked")]
+            (round(float(d[-1, 6, 3:6].mean()), 1), "rounded further than asked"),
+            (math.trunc(float(d[-1, 6, 3:6].mean()) * 100) / 100, "cut off after two decimals")]

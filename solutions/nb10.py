@@ -5,6 +5,8 @@ here; 10.5 (head importance averaged over five sentences) is open on purpose: wh
 ranking is stable, is the point.
 """
 
+import math
+
 import torch
 
 import bertlab
@@ -72,7 +74,7 @@ def wrong_10_2():
     singles = _loss(model, tokenizer, [(5, 10)]) + _loss(model, tokenizer, [(5, 7)]) - 2 * base
     both = ex_10_2()
     return [(singles, "the sum"), (both + base, "loss, not rise"), (-both, "sign"), (0.0, "off"), ("1.2", "a number"),
-            (round(both, 1), "rounded further than asked"),
+            (round(both, 1), "rounded further than asked"), (math.trunc(both * 100) / 100, "cut off after two decimals"),
             (round(_loss(model, tokenizer, [(5, 10)]) - base, 2), "one head only")]
 
 

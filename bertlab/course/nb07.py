@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .answers import nearest, rounded_message, to_decimals, whole_or_wrong
+from .answers import nearest, rounded_message, to_decimals, truncated_message, whole_or_wrong
 from .registry import as_number, exercise, loaded, not_a, right, run_learner, wrong
 
 # the notebook's six sentences: the exercises are about its measurement
@@ -142,6 +142,8 @@ def _(answer):
     said = to_decimals(x, money, 2)
     if said == "rounded":
         return wrong(rounded_message(2), kind="rounded too far")
+    if said == "truncated":
+        return wrong(truncated_message(2), kind="cut off, not rounded")
     if said == "right":
         closer = "money" if money < river else "river"
         return right(f"now compare it with the river sentences: the unclear bank sits closer to the {closer} group")

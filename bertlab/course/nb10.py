@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .answers import pair, rounded_message, to_decimals
+from .answers import pair, rounded_message, to_decimals, truncated_message
 from .registry import as_number, exercise, head_pair, loaded, not_a, right, run_learner, wrong
 
 _TEXT = "She deposited her money in the [MASK] on Monday."         # the notebook's sentence
@@ -108,6 +108,8 @@ def _(answer):
     said = to_decimals(x, both, 2)
     if said == "rounded":
         return wrong(rounded_message(2), kind="rounded too far")
+    if said == "truncated":
+        return wrong(truncated_message(2), kind="cut off, not rounded")
     if said == "right":
         more = "more" if both > singles else "less"
         return right(f"{more} than the two single rises added up: heads of one layer are not independent parts, "

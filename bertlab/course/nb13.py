@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 
-from .answers import pair, rounded_message, to_decimals, whole_or_wrong
+from .answers import pair, rounded_message, to_decimals, truncated_message, whole_or_wrong
 from .registry import as_number, exercise, head_pair, loaded, normalise, not_a, right, wrong
 
 _BANK = "He took his money to the bank this morning."      # the notebook's sentence: its feature is printed there
@@ -87,6 +87,8 @@ def _(answer):
     said = to_decimals(x, truth, 3)          # three: the card's 120-sentence value is 0.004 away
     if said == "rounded":
         return wrong(rounded_message(3), kind="rounded too far")
+    if said == "truncated":
+        return wrong(truncated_message(3), kind="cut off, not rounded")
     if said == "right":
         return right("a reconstruction that explains most of the variance can still cost the model a visible "
                      "part of its loss: that gap is what 'loss recovered' measures")
