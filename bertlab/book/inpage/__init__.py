@@ -34,12 +34,14 @@ PAGE = "what-runs-where.html"
 MODEL_NAME = "bertlab-mini"
 DTYPE = "fp16"
 
-# which live views a lesson's page gets (by notebook name), in the order they are drawn
+# which live views a lesson's page gets (by notebook name), in the order they are drawn. "fill" is
+# MaskPlayground (type a text, click a word to hide it: the guesses and every layer's guess, the logit lens),
+# so it is also the masking lab of notebook 04.
 LESSON_VIEWS: dict[str, tuple[str, ...]] = {
     "00_tour.ipynb": ("fill", "attention"),
     "02_input_embeddings.ipynb": ("embeddings",),
     "03_self_attention.ipynb": ("attention",),
-    "04_masked_lm.ipynb": ("fill", "masking"),
+    "04_masked_lm.ipynb": ("fill",),
     "05_next_sentence.ipynb": ("nsp",),
     "07_contextual_embeddings.ipynb": ("context",),
     "10_inside_the_model.ipynb": ("fill",),
@@ -80,6 +82,7 @@ def add_to_site(static_dir, model=MODEL_NAME, dtype: str = DTYPE, cache=None) ->
 
     live = Path(static_dir) / "live"
     shutil.copytree(_static(), live, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    _write_views(live)
     runtime = sum(p.stat().st_size for p in live.rglob("*") if p.is_file())
     target = live / "model"
     kept = Path(cache) / "live-model" / _cache_key(dtype) if cache is not None and model == MODEL_NAME else None
@@ -104,21 +107,94 @@ def add_to_site(static_dir, model=MODEL_NAME, dtype: str = DTYPE, cache=None) ->
 # ---- what a lesson page gets ------------------------------------------------------------------------------
 
 _TITLES = {
-    "fill": "Guesses at a [MASK], layer by layer",
+    "fill": "Hide a word: the model's guesses, layer by layer",
     "attention": "Every head's attention",
     "embeddings": "The embedding sum, part by part",
     "nsp": "Does B follow A? (next-sentence prediction)",
-    "context": "The same word in two sentences, layer by layer",
-    "masking": "The masking lab",
+    "context": "The same word across sentences, layer by layer",
 }
 _DEFAULTS = {
     "fill": {"text": "The capital of France is [MASK]."},
     "attention": {"text": "The cat sat on the mat because it was tired."},
     "embeddings": {"text": "The bank of the river was muddy."},
     "nsp": {"a": "It rained all day.", "b": "The river rose over its banks."},
-    "context": {"a": "She sat on the bank of the river.", "b": "He paid the money into the bank.", "word": "bank"},
-    "masking": {"text": "The children played football in the park after school."},
+    "context": {"word": "bank", "sentences": ["She sat on the bank of the river. | river",
+                                              "He paid the money into the bank. | money",
+                                              "The ducks rested on the grassy bank. | river"]},
 }
+
+
+# ---- the views' saved state: the notebook's own widgets, built once at build time ---------------------------
+#
+# A live view on a page is the same view module (bertlab/viz/views/js) the notebook's widget runs, over a state
+# the in-page model fills: the widget is built here with bertlab-mini on the default text, so its controls,
+# panes and figures (their traces, colours and layout: bertlab.viz's figure functions) are the notebook's; in
+# the page, live-views.mjs answers each control with the in-page model's numbers put into those figures.
+
+def _widget(kind: str):
+    """The notebook's widget for a live view, on bertlab-mini and the view's default text, and what names its
+    controls and panes (name → the element the live glue reads or fills)."""
+    from ...viz.widgets import AttentionExplorer, ContextExplorer, EmbeddingSumExplorer, MaskPlayground, NSPExplorer
+
+    d = _DEFAULTS[kind]
+    if kind == "fill":
+        w = MaskPlayground(d["text"], model=MODEL_NAME, mask=None)
+        names = ("text", "tokens", "top_k", "out", "layers_out")
+    elif kind == "attention":
+        w = AttentionExplorer(d["text"], model=MODEL_NAME)
+        w.show_grid.value = True                 # the grid's figure is built, so the page has its traces
+        w.show_head_view.layout.display = "none"  # bertviz's own page: drawn from Python's HTML, not live here
+        names = ("text", "text_pair", "layer", "head", "combine", "words", "hide_special", "threshold", "show_grid",
+                 "out", "grid_out", "guesses_out")
+    elif kind == "embeddings":
+        w = EmbeddingSumExplorer(d["text"], "", model=MODEL_NAME)
+        w.show_positions.layout.display = "none"  # the position table's similarity: a picture in the lesson below
+        names = ("text", "text_pair", "out")
+    elif kind == "nsp":
+        w = NSPExplorer(d["a"], d["b"], model=MODEL_NAME)
+        names = ("a", "b", "swap", "out")
+    elif kind == "context":
+        w = ContextExplorer(d["word"], d["sentences"], model=MODEL_NAME)
+        names = ("word", "sentences", "show", "layer", "out")
+    else:
+        raise ValueError(f"no live view {kind!r}: the live views are {', '.join(_TITLES)}")
+    if w.error:
+        raise RuntimeError(f"the {kind} view failed on its default text: {w.error}")
+    w.model_select.disabled = True               # the page has one model
+    return w, {n: getattr(w, n).id for n in names} | {"message": w.message.id, "model": w.model_select.id}
+
+
+def view_state(kind: str) -> dict:
+    """One live view's saved state as the page reads it: the view's state (its module named, not included:
+    the page imports the module file), binary buffers base64 beside their paths, and its controls by name."""
+    import base64
+
+    from ipywidgets.widgets.widget import _remove_buffers
+
+    w, controls = _widget(kind)
+    state = w.view.get_state()
+    for key in ("_esm", "_css", "plotly_js", "plotly_wanted", "_anywidget_id", "layout", "tabbable", "tooltip"):
+        state.pop(key, None)
+    state = {k: v for k, v in state.items() if not k.startswith("_")}
+    state, paths, buffers = _remove_buffers(state)
+    return {"kind": kind, "module": w.module, "state": state, "controls": controls, "model": MODEL_NAME,
+            "buffers": [{"path": p, "data": base64.b64encode(bytes(b)).decode()} for p, b in zip(paths, buffers)]}
+
+
+def _write_views(live: Path) -> int:
+    """The view modules and every live view's state, into `live`/views; returns their bytes."""
+    from ...viz.views import esm
+
+    folder = live / "views"
+    folder.mkdir(exist_ok=True)
+    modules = set()
+    for kind in _TITLES:
+        entry = view_state(kind)
+        modules.add(entry["module"])
+        (folder / f"{kind}.json").write_text(json.dumps(entry, separators=(",", ":")), encoding="utf-8")
+    for module in sorted(modules):
+        (folder / f"{module}.mjs").write_text(esm(module), encoding="utf-8")
+    return sum(p.stat().st_size for p in folder.iterdir())
 
 
 def panel(notebook: str, lesson_pages=None) -> str:
