@@ -300,74 +300,147 @@ def test_logit_lens_equals_pythons(page, mini):
     assert got == [[g.token for g in layer[0]] for layer in want]
 
 
-# ---- the live views on typed text ---------------------------------------------------------------------------
+# ---- the live views on typed text: the notebook's view modules, the in-page model's numbers ---------------------
 
-def _type(p, view: str, index: int, text: str) -> str:
-    """Type `text` into the view's index-th input and return the view's text once it has redrawn."""
-    sel = f'[data-bertlab-view="{view}"]'
-    before = p.page.get_attribute(sel, "data-updates")
-    box = p.page.locator(f"{sel} input.live-text").nth(index)
-    box.fill(text)
-    p.page.wait_for_function(f"""() => {{ const v = document.querySelector('{sel}');
-        return v.dataset.updates !== {json.dumps(before)} && !v.querySelector('.live-status').textContent.startsWith('Loading'); }}""",
-                             timeout=60_000)
-    p.page.wait_for_timeout(50)
-    return p.page.inner_text(sel)
-
-
-def test_fill_and_masking_views_take_typed_text(page, mini):
-    import bertlab
-
-    model, tokenizer = mini
-    text = MASKED[17]
-    shown = _type(page, "fill", 0, text)
-    want = bertlab.fill_mask(model, tokenizer, text, top_k=5, by_layer=True)
-    assert want.guesses[0][0].token in shown and "logit lens" in shown
-    assert all(layer[0][0].token in shown for layer in want.by_layer)
-    shown = _type(page, "fill", 0, "no mask in this one")
-    assert "exactly one [MASK]" in shown
-    # the masking lab: type, click a word, read the guesses at it
-    _type(page, "masking", 0, "The old man walked slowly with his stick.")
-    page.page.locator('[data-bertlab-view="masking"] .live-tokens button', has_text="stick").click()
-    page.page.wait_for_function("""() => document.querySelector('[data-bertlab-view="masking"] .live-guesses') !== null""")
-    shown = page.page.inner_text('[data-bertlab-view="masking"]')
-    top = bertlab.fill_mask(model, tokenizer, "The old man walked slowly with his [MASK].", top_k=3).guesses[0]
-    assert all(g.token in shown for g in top), shown
+def _panes(p, view: str) -> dict:
+    """Every figure the view's module drew, by pane id: trace types, title and data as plotly.js holds them."""
+    return p.page.evaluate("""(view) => {
+        const el = document.querySelector(`[data-bertlab-view="${view}"]`);
+        const arr = (a) => a === undefined || a === null ? null : Array.from(a, (r) => typeof r === "object" && r !== null ? Array.from(r) : r);
+        const out = {};
+        for (const d of el.querySelectorAll(".bl-view [data-kind=output]")) {
+          if (!d.data) continue;
+          out[d.dataset.id] = {title: d.layout.title.text, width: d.layout.width, height: d.layout.height,
+            traces: d.data.map((t) => ({type: t.type, x: arr(t.x), y: arr(t.y), z: arr(t.z), text: arr(t.text),
+                                        customdata: arr(t.customdata)}))};
+        }
+        return out; }""", view)
 
 
-def test_attention_embedding_nsp_and_context_views_take_typed_text(browser, server, mini):
-    import bertlab
+def _set(p, view: str, name: str, value=None, click: bool = False) -> None:
+    """Set a view's control as a person would (the module's own event), and wait until it is drawn."""
+    p.page.evaluate("([view, name, value, click]) => document.querySelector(`[data-bertlab-view=\"${view}\"]`)"
+                    ".bertlabSet(name, value, click)", [view, name, value, click])
 
-    model, tokenizer = mini
+
+def _same_figure(got: dict, fig, atol: float) -> None:
+    """A figure the page drew equals `fig` (the notebook widget's go.Figure): trace types, title, size, labels,
+    and numbers within `atol`."""
+    import numpy as np
+
+    assert got["title"] == fig.layout.title.text
+    assert (got["width"], got["height"]) == (fig.layout.width, fig.layout.height)
+    assert [t["type"] for t in got["traces"]] == [t.type for t in fig.data]
+    for g, t in zip(got["traces"], fig.data):
+        for key in ("x", "y", "z"):
+            want = getattr(t, key)
+            if want is None:
+                continue
+            want = np.asarray(want.tolist() if hasattr(want, "tolist") else want, dtype=object)
+            have = np.asarray(g[key], dtype=object)
+            assert have.shape == want.shape, (key, have.shape, want.shape)
+            if want.size and isinstance(want.flat[0], str):
+                assert have.tolist() == want.tolist(), key
+            else:
+                np.testing.assert_allclose(have.astype(float), want.astype(float), atol=atol, err_msg=key)
+
+
+def test_the_live_views_draw_what_the_notebooks_widgets_draw(browser, server, mini):
+    """Each live view is the notebook's widget drawn by the same module: on a new text, the page's figures equal
+    the figures bertlab.viz builds in Python for the same text (trace types, titles, labels, numbers)."""
+    from bertlab.viz import AttentionExplorer, ContextExplorer, EmbeddingSumExplorer, MaskPlayground, NSPExplorer
+
     p = Page(browser, server)
     try:
         p.open(server + "03_self_attention.html")
-        _type(p, "attention", 0, "Birds sing in the morning.")
-        assert p.page.locator('[data-bertlab-view="attention"] .live-grid canvas').count() == 6 * 12
-        heads = p.page.inner_text('[data-bertlab-view="attention"] .live-heat')
-        assert "birds" in heads and "morning" in heads
+        text = "The old dog slept by the warm [MASK] all night."
+        _set(p, "attention", "text", text)
+        _set(p, "attention", "layer", 3)
+        _set(p, "attention", "head", 7)
+        _set(p, "attention", "show_grid", True)
+        w = AttentionExplorer(text, model="bertlab-mini", layer=3, head=7)
+        w.show_grid.value = True
+        got = _panes(p, "attention")
+        _same_figure(got[w.out.id if w.out.id in got else next(iter(got))], w.figure, 1e-3)
+        grid = next(v for v in got.values() if len(v["traces"]) == len(w.grid_figure.data))
+        _same_figure(grid, w.grid_figure, 1e-3)
+        guesses = p.page.inner_text('[data-bertlab-view="attention"] .bl-html')
+        assert all(g.token in guesses for g in w.guesses.guesses[0]), guesses
 
         p.open(server + "02_input_embeddings.html")
-        shown = _type(p, "embeddings", 0, "The dog is big.")
-        assert "|position|" in shown and "dog" in shown
+        text = "Birds sing in the morning."
+        _set(p, "embeddings", "text", text)
+        w = EmbeddingSumExplorer(text, "", model="bertlab-mini")
+        (fig,) = _panes(p, "embeddings").values()
+        _same_figure(fig, w.figure, 1e-3)
 
         p.open(server + "05_next_sentence.html")
         a, b = PAIRS[2]
-        _type(p, "nsp", 0, a)
-        shown = _type(p, "nsp", 1, b)
-        assert f"{100 * bertlab.next_sentence(model, tokenizer, a, b):.1f} %" in shown
+        _set(p, "nsp", "a", b)
+        _set(p, "nsp", "b", a)
+        _set(p, "nsp", "swap", click=True)                 # A and B back in order, by the view's own button
+        w = NSPExplorer(a, b, model="bertlab-mini")
+        (fig,) = _panes(p, "nsp").values()
+        _same_figure(fig, w.figure, 1e-4)
 
         p.open(server + "07_contextual_embeddings.html")
-        shown = _type(p, "context", 2, "river")
-        assert "is not in" in shown                      # "river" is only in the first default sentence
-        shown = _type(p, "context", 1, "The river was wide.")
-        vec = [bertlab.word_vectors(model, tokenizer, [s], "river", layer=-1)[0]
-               for s in ("She sat on the bank of the river.", "The river was wide.")]
-        cos = float(torch.nn.functional.cosine_similarity(vec[0], vec[1], dim=0))
-        assert f"{cos:.3f}" in shown, (cos, shown)
+        sentences = ["We sat on the bank of the river.", "The bank lent them money.", "Fish swam near the bank."]
+        _set(p, "context", "sentences", "\n".join(sentences))
+        _set(p, "context", "layer", 4)
+        w = ContextExplorer("bank", sentences, model="bertlab-mini", layer=4)
+        (fig,) = _panes(p, "context").values()
+        _same_figure(fig, w.figure, 1e-3)
+        _set(p, "context", "word", "river")                # not in every sentence: the widget's own message
+        assert "is not a word of sentence 2" in p.page.inner_text('[data-bertlab-view="context"] .bl-html')
         assert not p.blocked and not p.errors, (p.blocked, p.errors)
     finally:
         p.close()
+
+
+def test_the_fill_view_takes_typed_text_and_a_click(page, mini):
+    """MaskPlayground in the page: typed into its own text box (the module's control), then a word clicked."""
+    import bertlab
+    from bertlab.viz import MaskPlayground
+
+    model, tokenizer = mini
+    sel = '[data-bertlab-view="fill"]'
+    text = MASKED[17]
+    before = page.page.get_attribute(sel, "data-updates")
+    box = page.page.locator(f"{sel} .bl-view input[type=text]")
+    box.fill(text)
+    box.press("Enter")
+    page.page.wait_for_function(f"(b) => document.querySelector('{sel}').dataset.updates !== b", arg=before,
+                                timeout=60_000)
+    w = MaskPlayground(text, model="bertlab-mini", mask=None)
+    got = _panes(page, "fill")
+    _same_figure(got[w.out.id] if w.out.id in got else list(got.values())[0], w.figure, 1e-4)
+    layers = next(v for v in got.values() if v["traces"][0]["type"] == "heatmap")
+    _same_figure(layers, w.layers_figure, 1e-4)
+    assert layers["traces"][0]["text"] == [[g.token for g in layer[0]] for layer in w.result.by_layer]
+    # the masking lab: a word of a sentence without [MASK] clicked, the guesses at it
+    _set(page, "fill", "text", "The old man walked slowly with his stick.")
+    assert "click a token" in page.page.inner_text(f"{sel} .bl-html")
+    before = page.page.get_attribute(sel, "data-updates")
+    page.page.locator(f"{sel} .bl-view button", has_text="stick").click()
+    page.page.wait_for_function(f"(b) => document.querySelector('{sel}').dataset.updates !== b", arg=before,
+                                timeout=60_000)
+    shown = _panes(page, "fill")
+    top = bertlab.fill_mask(model, tokenizer, "The old man walked slowly with his [MASK].", top_k=5).guesses[0]
+    bars = next(v for v in shown.values() if v["traces"][0]["type"] == "bar")
+    assert bars["traces"][0]["customdata"] == [g.token for g in top]
+    _set(page, "fill", "text", "   ")
+    assert "non-empty" in page.page.inner_text(f"{sel} .bl-html")
+
+
+def test_the_book_ships_the_notebooks_view_modules(site):
+    """The page imports the very module a notebook's view runs (bertlab.viz.views.esm), not a copy of its own."""
+    from bertlab.viz.views import esm
+
+    views = site.out / "_static" / "live" / "views"
+    for module in ("view", "attention"):
+        assert (views / f"{module}.mjs").read_text(encoding="utf-8") == esm(module)
+    live = (site.out / "_static" / "live" / "live-views.mjs").read_text(encoding="utf-8")
+    assert "Plotly.react" not in live and "createElement(\"canvas\")" not in live     # it draws nothing itself
 
 
 # ---- speed --------------------------------------------------------------------------------------------------

@@ -142,7 +142,7 @@ def _widget(kind: str):
         names = ("text", "tokens", "top_k", "out", "layers_out")
     elif kind == "attention":
         w = AttentionExplorer(d["text"], model=MODEL_NAME)
-        w.show_grid.value = True                 # the grid's figure is built, so the page has its traces
+        w.show_grid.value = True                 # the grid's figure is built, so the page has its traces ...
         w.show_head_view.layout.display = "none"  # bertviz's own page: drawn from Python's HTML, not live here
         names = ("text", "text_pair", "layer", "head", "combine", "words", "hide_special", "threshold", "show_grid",
                  "out", "grid_out", "guesses_out")
@@ -173,6 +173,11 @@ def view_state(kind: str) -> dict:
 
     w, controls = _widget(kind)
     state = w.view.get_state()
+    if kind == "attention":                      # ... and kept as the page's template while the grid starts off,
+        grid = state["content"][controls["grid_out"]]   # as in the notebook (72 heatmaps: the slowest draw)
+        w.show_grid.value = False
+        state = w.view.get_state()
+        state["content"][controls["grid_out"]] = grid
     for key in ("_esm", "_css", "plotly_js", "plotly_wanted", "_anywidget_id", "layout", "tabbable", "tooltip"):
         state.pop(key, None)
     state = {k: v for k, v in state.items() if not k.startswith("_")}
