@@ -303,14 +303,20 @@ def test_logit_lens_equals_pythons(page, mini):
 # ---- the live views on typed text: the notebook's view modules, the in-page model's numbers ---------------------
 
 def _panes(p, view: str) -> dict:
-    """Every figure the view's module drew, by pane id: trace types, title and data as plotly.js holds them."""
+    """Every figure the view's module drew, by pane name (the widget's attribute): trace types, title and data as
+    plotly.js holds them."""
     return p.page.evaluate("""(view) => {
         const el = document.querySelector(`[data-bertlab-view="${view}"]`);
-        const arr = (a) => a === undefined || a === null ? null : Array.from(a, (r) => typeof r === "object" && r !== null ? Array.from(r) : r);
+        const T = {f4: Float32Array, f8: Float64Array, i1: Int8Array, u1: Uint8Array, i2: Int16Array, u2: Uint16Array,
+                   i4: Int32Array, u4: Uint32Array};
+        // a figure's typed array as the template sent it ({dtype, shape, bdata}), or a (nested) array
+        const arr = (a) => a === undefined || a === null ? null : a.bdata ? Array.from(new T[a.dtype](a.bdata))
+          : Array.from(a, (r) => typeof r === "object" && r !== null ? Array.from(r) : r);
+        const names = Object.fromEntries(Object.entries(el.bertlabControls).map(([k, v]) => [v, k]));
         const out = {};
         for (const d of el.querySelectorAll(".bl-view [data-kind=output]")) {
-          if (!d.data) continue;
-          out[d.dataset.id] = {title: d.layout.title.text, width: d.layout.width, height: d.layout.height,
+          if (!d.data || d.dataset.empty) continue;
+          out[names[d.dataset.id]] = {title: d.layout.title.text, width: d.layout.width, height: d.layout.height,
             traces: d.data.map((t) => ({type: t.type, x: arr(t.x), y: arr(t.y), z: arr(t.z), text: arr(t.text),
                                         customdata: arr(t.customdata)}))};
         }
@@ -323,6 +329,12 @@ def _set(p, view: str, name: str, value=None, click: bool = False) -> None:
                     ".bertlabSet(name, value, click)", [view, name, value, click])
 
 
+def _html(p, view: str, name: str) -> str:
+    """The text of a view's HTML pane by name ("message", "guesses_out")."""
+    return p.page.evaluate("""([view, name]) => { const el = document.querySelector(`[data-bertlab-view="${view}"]`);
+        return el.querySelector(`[data-id="${el.bertlabControls[name]}"]`).innerText; }""", [view, name])
+
+
 def _same_figure(got: dict, fig, atol: float) -> None:
     """A figure the page drew equals `fig` (the notebook widget's go.Figure): trace types, title, size, labels,
     and numbers within `atol`."""
@@ -333,7 +345,7 @@ def _same_figure(got: dict, fig, atol: float) -> None:
     assert [t["type"] for t in got["traces"]] == [t.type for t in fig.data]
     for g, t in zip(got["traces"], fig.data):
         for key in ("x", "y", "z"):
-            want = getattr(t, key)
+            want = getattr(t, key, None)
             if want is None:
                 continue
             want = np.asarray(want.tolist() if hasattr(want, "tolist") else want, dtype=object)
@@ -361,18 +373,16 @@ def test_the_live_views_draw_what_the_notebooks_widgets_draw(browser, server, mi
         w = AttentionExplorer(text, model="bertlab-mini", layer=3, head=7)
         w.show_grid.value = True
         got = _panes(p, "attention")
-        _same_figure(got[w.out.id if w.out.id in got else next(iter(got))], w.figure, 1e-3)
-        grid = next(v for v in got.values() if len(v["traces"]) == len(w.grid_figure.data))
-        _same_figure(grid, w.grid_figure, 1e-3)
-        guesses = p.page.inner_text('[data-bertlab-view="attention"] .bl-html')
+        _same_figure(got["out"], w.figure, 1e-3)
+        _same_figure(got["grid_out"], w.grid_figure, 1e-3)
+        guesses = _html(p, "attention", "guesses_out")
         assert all(g.token in guesses for g in w.guesses.guesses[0]), guesses
 
         p.open(server + "02_input_embeddings.html")
         text = "Birds sing in the morning."
         _set(p, "embeddings", "text", text)
         w = EmbeddingSumExplorer(text, "", model="bertlab-mini")
-        (fig,) = _panes(p, "embeddings").values()
-        _same_figure(fig, w.figure, 1e-3)
+        _same_figure(_panes(p, "embeddings")["out"], w.figure, 1e-3)
 
         p.open(server + "05_next_sentence.html")
         a, b = PAIRS[2]
@@ -380,18 +390,16 @@ def test_the_live_views_draw_what_the_notebooks_widgets_draw(browser, server, mi
         _set(p, "nsp", "b", a)
         _set(p, "nsp", "swap", click=True)                 # A and B back in order, by the view's own button
         w = NSPExplorer(a, b, model="bertlab-mini")
-        (fig,) = _panes(p, "nsp").values()
-        _same_figure(fig, w.figure, 1e-4)
+        _same_figure(_panes(p, "nsp")["out"], w.figure, 1e-4)
 
         p.open(server + "07_contextual_embeddings.html")
         sentences = ["We sat on the bank of the river.", "The bank lent them money.", "Fish swam near the bank."]
         _set(p, "context", "sentences", "\n".join(sentences))
         _set(p, "context", "layer", 4)
         w = ContextExplorer("bank", sentences, model="bertlab-mini", layer=4)
-        (fig,) = _panes(p, "context").values()
-        _same_figure(fig, w.figure, 1e-3)
+        _same_figure(_panes(p, "context")["out"], w.figure, 1e-3)
         _set(p, "context", "word", "river")                # not in every sentence: the widget's own message
-        assert "is not a word of sentence 2" in p.page.inner_text('[data-bertlab-view="context"] .bl-html')
+        assert "is not a word of sentence 2" in _html(p, "context", "message")
         assert not p.blocked and not p.errors, (p.blocked, p.errors)
     finally:
         p.close()
@@ -413,23 +421,23 @@ def test_the_fill_view_takes_typed_text_and_a_click(page, mini):
                                 timeout=60_000)
     w = MaskPlayground(text, model="bertlab-mini", mask=None)
     got = _panes(page, "fill")
-    _same_figure(got[w.out.id] if w.out.id in got else list(got.values())[0], w.figure, 1e-4)
-    layers = next(v for v in got.values() if v["traces"][0]["type"] == "heatmap")
+    _same_figure(got["out"], w.figure, 1e-4)
+    layers = got["layers_out"]
     _same_figure(layers, w.layers_figure, 1e-4)
     assert layers["traces"][0]["text"] == [[g.token for g in layer[0]] for layer in w.result.by_layer]
-    # the masking lab: a word of a sentence without [MASK] clicked, the guesses at it
+    # the masking lab: a sentence without [MASK] (the position chosen before stays chosen, as in the notebook),
+    # then another word clicked: the guesses at it
+    _set(page, "fill", "text", "Hi there.")                # shorter than the position chosen before
+    assert "click a token" in _html(page, "fill", "message")
     _set(page, "fill", "text", "The old man walked slowly with his stick.")
-    assert "click a token" in page.page.inner_text(f"{sel} .bl-html")
     before = page.page.get_attribute(sel, "data-updates")
-    page.page.locator(f"{sel} .bl-view button", has_text="stick").click()
+    page.page.locator(f"{sel} .bl-view button", has_text="old").click()
     page.page.wait_for_function(f"(b) => document.querySelector('{sel}').dataset.updates !== b", arg=before,
                                 timeout=60_000)
-    shown = _panes(page, "fill")
-    top = bertlab.fill_mask(model, tokenizer, "The old man walked slowly with his [MASK].", top_k=5).guesses[0]
-    bars = next(v for v in shown.values() if v["traces"][0]["type"] == "bar")
-    assert bars["traces"][0]["customdata"] == [g.token for g in top]
+    top = bertlab.fill_mask(model, tokenizer, "The [MASK] man walked slowly with his stick.", top_k=5).guesses[0]
+    assert _panes(page, "fill")["out"]["traces"][0]["customdata"] == [g.token for g in top]
     _set(page, "fill", "text", "   ")
-    assert "non-empty" in page.page.inner_text(f"{sel} .bl-html")
+    assert "non-empty" in _html(page, "fill", "message")
 
 
 def test_the_book_ships_the_notebooks_view_modules(site):

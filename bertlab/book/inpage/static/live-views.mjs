@@ -66,6 +66,16 @@ const rows = (flat, offset, n, stride, width = n) => Array.from({ length: n }, (
   Array.from(flat.subarray(offset + i * stride, offset + i * stride + width)));
 const maxOf = (nested) => nested.reduce((m, r) => Math.max(m, ...r), -Infinity);
 
+/** Word pieces back to text as bertlab's `tokenizer.decode` gives it (probe.fill_mask's `text`, [MASK] in place):
+ * the tokenizers library's WordPiece decoder, which cleans up each piece on its own (the JS port's decode
+ * cleans the whole string, so "don't" would differ). */
+function decode(tokens) {
+  const clean = [[" .", "."], [" ?", "?"], [" !", "!"], [" ,", ","], [" ' ", "'"], [" n't", "n't"], [" 'm", "'m"],
+    [" do not", " don't"], [" 's", "'s"], [" 've", "'ve"], [" 're", "'re"]];
+  return tokens.map((t, i) => clean.reduce((s, [a, b]) => s.replace(a, b),
+    t.startsWith("##") ? t.slice(2) : i ? " " + t : t)).join("");
+}
+
 function say(text, error = false) {
   // Widget.say's markup
   if (!text) return "";
@@ -169,7 +179,7 @@ const COMPUTE = {
     const r = await forward(text, null, [], { maskAt: [i], lens: [i] });
     const lens = (await bertlab.lens(r, k)).map((layer) => layer[0]);            // [layer][k]
     const top = lens[lens.length - 1];                                          // the last layer: the model's guesses
-    const sup = `<br><sup>${shorten(text, 80)}</sup>`;
+    const sup = `<br><sup>${shorten(decode(r.tokens.slice(1, -1)), 80)}</sup>`;
     const probs = top.map((g) => g.prob);
     const fig = clone(v.templates[ids.out]);
     Object.assign(fig.data[0], { x: probs, y: labelsOf(top.map((g) => g.token)), text: probs.map((p) => p.toFixed(3)),
