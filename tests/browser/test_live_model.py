@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import http.server
-import json
 import os
 import shutil
 import statistics
@@ -360,7 +359,7 @@ def _same_figure(got: dict, fig, atol: float) -> None:
 def test_the_live_views_draw_what_the_notebooks_widgets_draw(browser, server, mini):
     """Each live view is the notebook's widget drawn by the same module: on a new text, the page's figures equal
     the figures bertlab.viz builds in Python for the same text (trace types, titles, labels, numbers)."""
-    from bertlab.viz import AttentionExplorer, ContextExplorer, EmbeddingSumExplorer, MaskPlayground, NSPExplorer
+    from bertlab.viz import AttentionExplorer, ContextExplorer, EmbeddingSumExplorer, NSPExplorer
 
     p = Page(browser, server)
     try:
