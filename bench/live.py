@@ -34,7 +34,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path[:0] = [str(REPO)]
 
-LESSONS = ("04_masked_lm.ipynb", "05_next_sentence.ipynb")
+LESSONS = ("02_input_embeddings.ipynb", "03_self_attention.ipynb", "04_masked_lm.ipynb", "05_next_sentence.ipynb",
+           "07_contextual_embeddings.ipynb")
 TEXT_32 = ("the man went to the [MASK] to buy milk , bread , eggs and some fresh fruit for his three little children "
            "before the long walk back home today .")
 EDITS = {
@@ -43,6 +44,24 @@ EDITS = {
     "nextSentence": "(t) => bertlab.nextSentence(t.replace('[MASK]', 'shop'), 'they ate it all .')",
     "fill view (logit lens)": """async (t) => { const e = await bertlab.encode(t); const m = e.tokens.indexOf('[MASK]');
         const r = await bertlab.forward(t, null, [], {lens: [m]}); await bertlab.lens(r, 3); return bertlab.lens(r, 5); }""",
+}
+
+
+# the live views (bertlab/book/inpage/static/live-views.mjs): page, view, control, and the JS expression giving
+# the i-th edit's value. Each edit changes one word, so no forward pass comes from the cache; the text is 32
+# tokens (NSP: A is, B is the view's default sentence; context: one of its three sentences changes).
+WORDS = ("milk", "tea", "rice", "bread", "soap", "eggs", "salt", "fish", "jam", "oil", "corn", "meat", "beans",
+         "cheese", "flour", "sugar", "honey", "juice", "paper", "wine", "beer", "cake", "soup", "nuts", "butter",
+         "pasta", "fruit", "water", "coffee", "candy", "apples", "bananas", "cream", "ham", "pepper", "onions",
+         "carrots", "lemons", "grapes", "pears", "peas", "chips", "cookies", "socks", "shoes")
+VIEWS = {
+    "attention (heatmap)": ("03_self_attention.html", "attention", "text", "T.replace('[MASK]', 'shop').replace('milk', W)"),
+    "fill (guesses + logit lens)": ("04_masked_lm.html", "fill", "text", "T.replace('milk', W)"),
+    "embeddings": ("02_input_embeddings.html", "embeddings", "text", "T.replace('[MASK]', 'shop').replace('milk', W)"),
+    "nsp": ("05_next_sentence.html", "nsp", "a", "T.replace('[MASK]', 'shop').replace('milk', W)"),
+    "context (3 sentences)": ("07_contextual_embeddings.html", "context", "sentences",
+                              "T.replace('[MASK]', 'bank').replace('milk', W) + '\\nHe paid the money into the bank.\\n"
+                              "The ducks rested on the grassy bank.'"),
 }
 
 
@@ -73,12 +92,43 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+def time_views(ctx, base: str, edits: int) -> dict:
+    """Each live view on its page: `edits` changes of its text (after 3 untimed), each from the change to the
+    figure drawn, with where the time went (the glue's own record, `__bertlab.liveTimings`)."""
+    out = {}
+    for name, (page_name, view, control, value) in VIEWS.items():
+        page = ctx.new_page()
+        page.goto(base + page_name)
+        page.wait_for_function("document.documentElement.dataset.bertlabLive === 'ready'", timeout=120_000)
+        r = page.evaluate(f"""async ([T, words, view, control, n]) => {{
+            const el = document.querySelector(`[data-bertlab-view="${{view}}"]`);
+            const total = [], parts = [];
+            for (let i = 0; i < n + 3; i++) {{
+              const W = words[i % words.length] + (i >= words.length ? ' ' + words[(i * 7) % words.length] : '');
+              const t0 = performance.now();
+              await el.bertlabSet(control, {value});
+              if (i >= 3) {{ total.push(performance.now() - t0); parts.push(__bertlab.liveTimings.at(-1)); }}
+            }}
+            const f = parts.map((p) => p.forward || {{tokenize_ms: 0, run_ms: 0, T: 0}});
+            return {{total, tokens: f[0].T, tokenize: f.map((x) => x.tokenize_ms), run: f.map((x) => x.run_ms),
+                     numbers: parts.map((p, i) => p.compute_ms - f[i].tokenize_ms - f[i].run_ms),
+                     draw: parts.map((p) => p.draw_ms)}}; }}""", [TEXT_32, list(WORDS), view, control, edits])
+        out[name] = {"tokens": r["tokens"], "p50_ms": statistics.median(r["total"]),
+                     "p95_ms": quantile(r["total"], 0.95), "tokenize_ms": statistics.median(r["tokenize"]),
+                     "run_ms": statistics.median(r["run"]), "numbers_ms": statistics.median(r["numbers"]),
+                     "draw_ms": statistics.median(r["draw"])}
+        print(f"{name}: {out[name]}", file=sys.stderr)
+        page.close()
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--site", type=Path, help="a built book (default: build a small one in a temporary folder)")
     ap.add_argument("--opens", type=int, default=3, help="cold page opens to time (default 3)")
     ap.add_argument("--edits", type=int, default=30, help="timed calls per edit kind (default 30)")
     ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument("--views-only", action="store_true", help="skip the page API's edits, time the live views only")
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -116,7 +166,7 @@ def main(argv=None) -> int:
                         ctx.close()
                 results["opens"] = opens
                 edits = {}
-                for tokens, text in ((32, TEXT_32), (128, " ".join([TEXT_32.replace("[MASK]", "shop")] * 4)[:-1]
+                for tokens, text in () if args.views_only else ((32, TEXT_32), (128, " ".join([TEXT_32.replace("[MASK]", "shop")] * 4)[:-1]
                                                      + " and the [MASK] .")):
                     n = len(page.evaluate("(t) => bertlab.encode(t)", text)["ids"])
                     for name, call in EDITS.items():
@@ -126,6 +176,7 @@ def main(argv=None) -> int:
                         edits[f"{name} @ {n} tokens"] = {"p50_ms": statistics.median(ms), "p95_ms": quantile(ms, 0.95)}
                         print(f"{name} @ {n} tokens: p50 {edits[f'{name} @ {n} tokens']['p50_ms']:.0f} ms", file=sys.stderr)
                 results["edits"] = edits
+                results["views"] = time_views(ctx, base, args.edits)
                 ctx.close()
                 browser.close()
         finally:
@@ -147,6 +198,12 @@ def main(argv=None) -> int:
     print("| edit | p50 ms | p95 ms |\n|---|---|---|")
     for name, r in results["edits"].items():
         print(f"| {name} | {r['p50_ms']:.0f} | {r['p95_ms']:.0f} |")
+    print("\nlive views, from a control's change to its figure drawn (p50 / p95 ms; where it goes, p50 ms: "
+          "tokenize, ONNX Runtime's run, the rest of computing the figures' numbers, plotly drawing)")
+    print("| view | tokens | p50 ms | p95 ms | tokenize | ort run | numbers | draw |\n|---|---|---|---|---|---|---|---|")
+    for name, r in results["views"].items():
+        print(f"| {name} | {r['tokens']} | {r['p50_ms']:.0f} | {r['p95_ms']:.0f} | {r['tokenize_ms']:.1f} | "
+              f"{r['run_ms']:.0f} | {r['numbers_ms']:.0f} | {r['draw_ms']:.0f} |")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=1) + "\n")

@@ -61,7 +61,10 @@ const labelsOf = (tokens) => tokens.map((t, i) => `${t} (${i})`);               
 const shorten = (text, n = 40) => { const t = String(text).split(/\s+/).filter(Boolean).join(" ");
   return t.length <= n ? t : t.slice(0, n - 1) + "…"; };                                   // look.shorten
 const escapeHtml = (s) => String(s).replace(/[&<>]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;" })[c]);
-const clone = (x) => structuredClone(x);
+// a template figure to fill: its traces and layout copied one level deep. The glue sets or replaces their keys,
+// never changes what they point to, so the rest (the template, colour scales, axes) stays the same objects
+// from one edit to the next, which plotly.react passes over instead of comparing key by key.
+const clone = (fig) => ({ data: fig.data.map((t) => ({ ...t })), layout: { ...fig.layout } });
 const rows = (flat, offset, n, stride, width = n) => Array.from({ length: n }, (_, i) =>
   Array.from(flat.subarray(offset + i * stride, offset + i * stride + width)));
 const maxOf = (nested) => nested.reduce((m, r) => Math.max(m, ...r), -Infinity);
@@ -130,7 +133,11 @@ const COMPUTE = {
     const drawn = v.module.offline({ ...v.state, nodes, data, content: { [ids.out]: { rev: 0, figure: v.templates[ids.out] } } },
       { id: ids.layer, value: nodes[ids.layer].value });
     if (!drawn) throw new Error("nothing is left to show: every token is [CLS] or [SEP]; uncheck hide [CLS]/[SEP]");
-    const content = { [ids.out]: drawn.content[ids.out].figure, [ids.grid_out]: null };
+    const heat = drawn.content[ids.out].figure;
+    // offline() copies the figure through JSON; its plotly template is the saved one, value for value: the
+    // saved object itself is given back, so plotly.react passes over it (see clone)
+    heat.layout.template = v.templates[ids.out].layout.template;
+    const content = { [ids.out]: heat, [ids.grid_out]: null };
     if (valueOf(nodes, ids.show_grid)) {
       const fig = clone(v.templates[ids.grid_out]);
       const n = Math.min(T, 128), labels = labelsOf(r.tokens.slice(0, n));
@@ -355,6 +362,7 @@ async function mount(el) {
       return;
     }
     const t0 = performance.now();
+    bertlab.lastForward = null;
     let update, error = null;
     try {
       update = await COMPUTE[kind]({ ids, ev, nodes, state, module, templates });
@@ -379,7 +387,9 @@ async function mount(el) {
     fire("done");
     await drawn;
     const t2 = performance.now();
-    G.liveTimings.push({ kind, compute_ms: t1 - t0, draw_ms: t2 - t1, total_ms: t2 - t0 });
+    // compute: tokenizing, the forward pass and the figures' numbers; forward: the last pass's own split
+    // (none when every pass came from the cache, e.g. a slider)
+    G.liveTimings.push({ kind, compute_ms: t1 - t0, draw_ms: t2 - t1, total_ms: t2 - t0, forward: bertlab.lastForward });
     status.textContent = error ? "" : `computed in your browser: the model and the figures' numbers in ` +
       `${Math.round(t1 - t0)} ms, drawn in ${Math.round(t2 - t1)} ms`;
     status.classList.remove("live-error");
