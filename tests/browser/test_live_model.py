@@ -397,6 +397,11 @@ def test_the_live_views_draw_what_the_notebooks_widgets_draw(browser, server, mi
         _set(p, "context", "layer", 4)
         w = ContextExplorer("bank", sentences, model="bertlab-mini", layer=4)
         _same_figure(_panes(p, "context")["out"], w.figure, 1e-3)
+        _set(p, "context", "show", 1)                      # drift by layer
+        w.show.value = "drift by layer"
+        _same_figure(_panes(p, "context")["out"], w.figure, 1e-3)
+        _set(p, "context", "show", 2)                      # the PCA: the notebook's, said so
+        assert "run it live" in _html(p, "context", "message")
         _set(p, "context", "word", "river")                # not in every sentence: the widget's own message
         assert "is not a word of sentence 2" in _html(p, "context", "message")
         assert not p.blocked and not p.errors, (p.blocked, p.errors)

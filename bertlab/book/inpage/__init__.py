@@ -136,6 +136,8 @@ def _widget(kind: str):
     controls and panes (name → the element the live glue reads or fills)."""
     from ...viz.widgets import AttentionExplorer, ContextExplorer, EmbeddingSumExplorer, MaskPlayground, NSPExplorer
 
+    if not isinstance(kind, str) or kind not in _TITLES:
+        raise ValueError(f"no live view {kind!r}: the live views are {', '.join(_TITLES)}")
     d = _DEFAULTS[kind]
     if kind == "fill":
         w = MaskPlayground(d["text"], model=MODEL_NAME, mask=None)
@@ -153,11 +155,9 @@ def _widget(kind: str):
     elif kind == "nsp":
         w = NSPExplorer(d["a"], d["b"], model=MODEL_NAME)
         names = ("a", "b", "swap", "out")
-    elif kind == "context":
+    else:                                        # "context"
         w = ContextExplorer(d["word"], d["sentences"], model=MODEL_NAME)
         names = ("word", "sentences", "show", "layer", "out")
-    else:
-        raise ValueError(f"no live view {kind!r}: the live views are {', '.join(_TITLES)}")
     if w.error:
         raise RuntimeError(f"the {kind} view failed on its default text: {w.error}")
     w.model_select.disabled = True               # the page has one model
@@ -171,6 +171,8 @@ def view_state(kind: str) -> dict:
 
     from ipywidgets.widgets.widget import _remove_buffers
 
+    from ...viz.context_figures import COLORS
+
     w, controls = _widget(kind)
     state = w.view.get_state()
     if kind == "attention":                      # ... and kept as the page's template while the grid starts off,
@@ -178,6 +180,12 @@ def view_state(kind: str) -> dict:
         w.show_grid.value = False
         state = w.view.get_state()
         state["content"][controls["grid_out"]] = grid
+    if kind == "context":                        # the drift figure's traces too, for "drift by layer"
+        w.show.value = "drift by layer"
+        drift = w.view.get_state()["content"][controls["out"]]
+        w.show.value = w.VIEWS[0]
+        state = w.view.get_state()
+        state["templates"] = {"drift": drift["figure"], "colors": list(COLORS)}
     for key in ("_esm", "_css", "plotly_js", "plotly_wanted", "_anywidget_id", "layout", "tabbable", "tooltip"):
         state.pop(key, None)
     state = {k: v for k, v in state.items() if not k.startswith("_")}

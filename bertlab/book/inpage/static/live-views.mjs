@@ -268,10 +268,7 @@ const COMPUTE = {
       if (line.trim()) texts.push(line.split("|")[0].trim());
     }
     if (!texts.length) throw new Error("no sentences: write one sentence per line, each using the word");
-    if (valueOf(nodes, ids.show) !== 0) {
-      throw new Error("in this page the view shows the cosine matrix; drift by layer and the 2-D projection " +
-        "are drawn in the lesson's notebook (run it live)");
-    }
+    const show = valueOf(nodes, ids.show);
     const pieces = (await bertlab.encode(word)).tokens.slice(1, -1);
     const vectors = [];                                              // [sentence][layer] → Float64Array(H)
     for (const [n, text] of texts.entries()) {
@@ -290,9 +287,26 @@ const COMPUTE = {
         return x;
       }));
     }
+    if (show === 2) {
+      throw new Error("the 2-D projection (a PCA) is drawn in the lesson's notebook: run it live; here, the " +
+        "cosine matrix and the drift by layer");
+    }
+    if (show === 1 && texts.length < 2) throw new Error("drift needs at least two sentences to compare");
     const layer = valueOf(nodes, ids.layer);
     const cos = (x, y) => { let s = 0, a = 0, b = 0; for (let i = 0; i < x.length; i++) { s += x[i] * y[i]; a += x[i] * x[i]; b += y[i] * y[i]; }
       return s / Math.sqrt(a * b); };
+    if (show === 1) {
+      // context_figures.drift_by_layer: each context's distance from the first, layer by layer
+      const { drift, colors } = v.state.templates;
+      const fig = clone(drift);
+      const L1 = vectors[0].length, layers = Array.from({ length: L1 }, (_, l) => l);
+      fig.data = texts.slice(1).map((text, c) => ({ ...drift.data[0], x: layers, name: `${c + 2}: ${shorten(text, 36)}`,
+        y: layers.map((l) => 1 - cos(vectors[0][l], vectors[c + 1][l])), line: { ...drift.data[0].line, color: colors[c % colors.length] },
+        customdata: layers.map(() => [texts[0], text]) }));
+      fig.layout.title = { ...fig.layout.title, text: `'${word}' layer by layer: nearly the same vector at the ` +
+        "embeddings, pulled apart by context" };
+      return { nodes, content: { [ids.out]: fig } };
+    }
     const z = vectors.map((x, i) => vectors.map((y, j) => (i === j ? 0 : 1 - cos(x[layer], y[layer]))));
     const n = texts.length, short = texts.map((s, i) => `${i + 1}: ${shorten(s, 32)}`);
     const fig = clone(v.templates[ids.out]);
