@@ -92,6 +92,15 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+class _Isolated(_Quiet):
+    """A host that sends the cross-origin isolation headers: the page then runs ONNX Runtime on several threads."""
+
+    def end_headers(self):
+        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
+        self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
+        super().end_headers()
+
+
 def time_views(ctx, base: str, edits: int) -> dict:
     """Each live view on its page: `edits` changes of its text (after 3 untimed), each from the change to the
     figure drawn, with where the time went (the glue's own record, `__bertlab.liveTimings`)."""
@@ -128,6 +137,7 @@ def main(argv=None) -> int:
     ap.add_argument("--opens", type=int, default=3, help="cold page opens to time (default 3)")
     ap.add_argument("--edits", type=int, default=30, help="timed calls per edit kind (default 30)")
     ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument("--isolated", action="store_true", help="serve with COOP/COEP headers: WebAssembly threads on")
     ap.add_argument("--views-only", action="store_true", help="skip the page API's edits, time the live views only")
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
@@ -140,7 +150,8 @@ def main(argv=None) -> int:
         sizes = {"model_MB": folder_bytes(live / "model") / 1e6, "runtime_MB": folder_bytes(live / "vendor") / 1e6,
                  "views_kB": sum(p.stat().st_size for p in live.glob("*.*")) / 1e3}
         sizes["total_added_MB"] = folder_bytes(live) / 1e6
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site)))
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Isolated if args.isolated else _Quiet,
+                                                                                directory=str(site)))
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
         base = f"http://127.0.0.1:{httpd.server_address[1]}/"
         blocked = []
