@@ -7,8 +7,12 @@ What travels with the site (`add_to_site`), all of it files of the book's own `_
 - `vendor/`: ONNX Runtime Web's WebAssembly backend and the tokenizers library's JavaScript port, shipped
   inside this package (pinned versions, checksums and licences in `vendor/VENDOR.json`), so a fresh clone
   builds and views the book with no network;
-- `bertlab-live.mjs` (the model and the page API `window.bertlab`), `live-views.mjs` (the views on typed
-  text) and `live.css`.
+- `views/`: the notebooks' own view modules (`bertlab.viz.views.esm`: the same ES module a widget runs in
+  JupyterLab) and each live view's starting state, the notebook's widget built on bertlab-mini at build time
+  (`view_state`): its controls, panes and figures;
+- `bertlab-live.mjs` (the model and the page API `window.bertlab`), `live-views.mjs` (the glue: the in-page
+  model's numbers put into each view's state, which the view module draws; no drawing code of its own) and
+  `live.css`.
 
 Why vendored rather than fetched at build time: the book must build from a fresh clone with no network; a
 fetch-and-cache step would need the network once per machine and a second code path to test. The price is
@@ -213,8 +217,9 @@ def _write_views(live: Path) -> int:
 def panel(notebook: str, lesson_pages=None) -> str:
     """The live panel a lesson's page shows at its top ("type your own sentence here"), or "" for none.
 
-    The views are drawn by `live-views.mjs` into the `data-bertlab-view` elements; without JavaScript, or
-    opened as a file, the panel says why nothing runs."""
+    Each `data-bertlab-view` element becomes the notebook's view (its module, `views/<module>.mjs`) fed by the
+    in-page model (`live-views.mjs`); without JavaScript, or opened as a file, the panel says why nothing
+    runs."""
     views = LESSON_VIEWS.get(notebook, ())
     if not views:
         return ""
@@ -260,7 +265,9 @@ Unicode).</li>
 float16, computed in float32), run by ONNX Runtime Web {html.escape(ort['version'])}
 ({html.escape(ort['license'])}) on its WebAssembly backend: one thread on a plain web server, several where
 the host sends the cross-origin isolation headers.</li>
-<li><b>The views</b>: small scripts of the book that draw what the model returns.</li>
+<li><b>The views</b>: the same view modules the lessons' notebooks use (controls and plotly figures, drawn by
+the plotly.js shipped with this site), with the model in this page as their data source instead of a Python
+kernel.</li>
 </ul>
 <p><b>Nothing you type leaves your machine.</b> The page loads only files of this site; there is no server-side
 code, no analytics and no call to any other address. The test suite opens the pages with every request outside
