@@ -131,15 +131,105 @@ def time_views(ctx, base: str, edits: int) -> dict:
     return out
 
 
+def measure_int8(sentences: list[str], pairs: list[tuple[str, str]]) -> dict:
+    """int8 for bertlab-mini's export, measured against bertlab's own forward (the page does not offer it).
+
+    First ONNX Runtime's `quantize_dynamic` (int8 matrix products); then weight-only int8: every weight matrix
+    stored as int8 with one float32 scale per row (symmetric), widened back to float32 before the graph runs,
+    as the page widens fp16. Parity: top-5 at the [MASK] of `sentences`, every attention map, P(IsNext) on
+    `pairs`; size: the bytes the weights would take."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    import torch
+    from onnx import numpy_helper
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    import bertlab
+    from bertlab.export import INPUTS, export_onnx, reference_outputs
+
+    model, tok = bertlab.load("bertlab-mini", device="cpu")
+    model = model.float().eval()
+    res = {}
+    with tempfile.TemporaryDirectory(prefix="bertlab-int8-") as tmp:
+        d = Path(tmp)
+        export_onnx(model, tok, d / "fp32", "fp32")
+        fp32 = d / "fp32" / "model.onnx"
+        try:
+            quantize_dynamic(str(fp32), str(d / "dynamic.onnx"), weight_type=QuantType.QInt8,
+                             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+            ort.InferenceSession(str(d / "dynamic.onnx"), providers=["CPUExecutionProvider"])
+            res["quantize_dynamic"] = "ran"
+        except Exception as e:          # what it says is the result: it is reported, not raised
+            res["quantize_dynamic"] = f"{type(e).__name__}: {str(e).splitlines()[0][:240]}"
+        graph = onnx.load(str(fp32))
+        stored = fp16 = 0
+        for init in graph.graph.initializer:
+            w = numpy_helper.to_array(init)
+            fp16 += w.size * 2 if w.dtype == np.float32 else w.nbytes
+            if w.ndim == 2 and w.size >= 4096 and w.dtype == np.float32:
+                scale = np.abs(w).max(axis=1, keepdims=True) / 127.0
+                scale[scale == 0] = 1.0
+                q = np.clip(np.round(w / scale), -127, 127).astype(np.int8)
+                stored += q.size + 4 * scale.size
+                init.CopyFrom(numpy_helper.from_array((q.astype(np.float32) * scale).astype(np.float32), init.name))
+            else:
+                stored += w.size * 2 if w.dtype == np.float32 else w.nbytes    # the rest as fp16, as now
+        onnx.save(graph, str(d / "int8.onnx"))
+        run = ort.InferenceSession(str(d / "int8.onnx"), providers=["CPUExecutionProvider"])
+        names = [o.name for o in run.get_outputs()]
+        none = np.zeros(0, dtype=np.int64)
+        same5 = same1 = 0
+        att = prob = nsp = 0.0
+        for text in sentences:
+            enc = tok(text)
+            ids, types = np.array([enc.input_ids]), np.array([enc.token_type_ids])
+            m = np.array([enc.input_ids.index(tok.mask_id)])
+            out = dict(zip(names, run.run(None, dict(zip(INPUTS, (ids, types, m, none))))))
+            ref = reference_outputs(model, torch.from_numpy(ids), torch.from_numpy(types), torch.from_numpy(m),
+                                    torch.from_numpy(none))
+            V = tok.vocab_size
+            got_p = torch.softmax(torch.from_numpy(out["mlm_logits"][0]), -1)[:V]
+            want_p = torch.softmax(ref["mlm_logits"][0], -1)[:V]
+            got5, want5 = got_p.topk(5).indices.tolist(), want_p.topk(5).indices.tolist()
+            same5 += got5 == want5
+            same1 += got5[0] == want5[0]
+            prob = max(prob, float((got_p - want_p).abs().max()))
+            att = max(att, float((torch.from_numpy(out["attentions"]) - ref["attentions"]).abs().max()))
+        for a, b in pairs:
+            enc = tok(a, b)
+            ids, types = np.array([enc.input_ids]), np.array([enc.token_type_ids])
+            out = dict(zip(names, run.run(None, dict(zip(INPUTS, (ids, types, none, none))))))
+            ref = reference_outputs(model, torch.from_numpy(ids), torch.from_numpy(types), torch.from_numpy(none),
+                                    torch.from_numpy(none))
+            p = [float(torch.softmax(torch.as_tensor(x), -1)[0, 0]) for x in (out["nsp_logits"], ref["nsp_logits"])]
+            nsp = max(nsp, abs(p[0] - p[1]))
+    res.update(weights_fp16_MB=fp16 / 1e6, weights_int8_MB=stored / 1e6, top5_identical=f"{same5}/{len(sentences)}",
+               top1_equal=f"{same1}/{len(sentences)}", max_probability_diff=prob, max_attention_diff=att,
+               max_nsp_diff=nsp)
+    return res
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--site", type=Path, help="a built book (default: build a small one in a temporary folder)")
     ap.add_argument("--opens", type=int, default=3, help="cold page opens to time (default 3)")
     ap.add_argument("--edits", type=int, default=30, help="timed calls per edit kind (default 30)")
     ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument("--int8", action="store_true", help="measure int8 weights' parity and size instead (no browser)")
     ap.add_argument("--isolated", action="store_true", help="serve with COOP/COEP headers: WebAssembly threads on")
     ap.add_argument("--views-only", action="store_true", help="skip the page API's edits, time the live views only")
     args = ap.parse_args(argv)
+    if args.int8:
+        sys.path[:0] = [str(REPO / "tests")]
+        from browser.test_live_model import MASKED, PAIRS  # the 20 sentences and 5 pairs the parity tests use
+
+        res = measure_int8(MASKED, PAIRS)
+        print(json.dumps(res, indent=1))
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(res, indent=1) + "\n")
+        return 0
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="bertlab-live-bench-") as tmp:
