@@ -434,6 +434,10 @@ async function start() {
     s.textContent = `The live model could not start: ${err.message || err}`;
     s.classList.add("live-error");
   };
+  // the model first, then the views: loading plotly.js (4.8 MB of script) and the view modules while the model
+  // loads was measured slower (bench/live.py, the same machine and load, two runs each: the first view drawn
+  // 6.4 and 3.9 s in this order, 12.1 and 7.9 s with both at once: the script's evaluation held back the
+  // runtime's start)
   try {
     await bertlab.load();
   } catch (err) {
