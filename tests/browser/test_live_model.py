@@ -243,6 +243,7 @@ def test_a_text_longer_than_the_model_is_refused_with_a_message(page):
     ("bertlab.forward('a b c', null, [9])", "token positions 0 … 4"),
     ("bertlab.forward('a b c', null, [], {lens: [-1]})", "token positions"),
     ("bertlab.forward('a b c', null, [], {maskAt: [0]})", "cannot be masked"),
+    ("document.querySelector('[data-bertlab-view=fill]').bertlabSet('nope', 1)", "no control nope: this view's are text"),
 ])
 def test_bad_calls_to_the_page_api_say_what_was_wrong(page, call, needle):
     msg = page.page.evaluate(f"{call}.then(() => 'no error', e => e.message)")

@@ -324,10 +324,14 @@ const COMPUTE = {
 
 function drawnOnce(root, n) {
   // the module marks its root with the `done` it has drawn (runtime.js: after every pane's figure is drawn)
+  // (or has failed to: it then marks data-error, and the next change must not wait behind this one)
   return new Promise((resolve) => {
     if (root.dataset.done === String(n)) return resolve();
-    const obs = new MutationObserver(() => { if (root.dataset.done === String(n)) { obs.disconnect(); resolve(); } });
-    obs.observe(root, { attributes: true, attributeFilter: ["data-done"] });
+    const error = root.dataset.error;
+    const obs = new MutationObserver(() => {
+      if (root.dataset.done === String(n) || root.dataset.error !== error) { obs.disconnect(); resolve(); }
+    });
+    obs.observe(root, { attributes: true, attributeFilter: ["data-done", "data-error"] });
   });
 }
 
@@ -416,7 +420,7 @@ async function mount(el) {
   module.default.render({ model, el: host });
   root = host.querySelector(".bl-view");
   /** Set a control by name as a person would, and wait until its figure is drawn (tests and bench/live.py). */
-  el.bertlabSet = (name, value, click = false) => {
+  el.bertlabSet = async (name, value, click = false) => {
     const id = ids[name];
     if (!id) throw new Error(`no control ${name}: this view's are ${Object.keys(ids).join(", ")}`);
     const ev = click ? { id, click: true, n: Date.now() * 1000 + latest } : { id, value, n: Date.now() * 1000 + latest };
