@@ -138,7 +138,7 @@ _DEFAULTS = {
 def _widget(kind: str):
     """The notebook's widget for a live view, on bertlab-mini and the view's default text, and what names its
     controls and panes (name → the element the live glue reads or fills)."""
-    from ...viz.widgets import AttentionExplorer, ContextExplorer, EmbeddingSumExplorer, MaskPlayground, NSPExplorer
+    from ...viz import AttentionExplorer, ContextExplorer, EmbeddingSumExplorer, MaskPlayground, NSPExplorer
 
     if not isinstance(kind, str) or kind not in _TITLES:
         raise ValueError(f"no live view {kind!r}: the live views are {', '.join(_TITLES)}")
@@ -168,14 +168,23 @@ def _widget(kind: str):
     return w, {n: getattr(w, n).id for n in names} | {"message": w.message.id, "model": w.model_select.id}
 
 
+def _drift_colors(n: int = 12) -> list[str]:
+    """The line colours drift_by_layer gives its traces, in order (read off the public function's figure, so the
+    page colours a fourth sentence as the notebook does)."""
+    import torch
+
+    from ...viz import drift_by_layer
+
+    fig = drift_by_layer(torch.randn(n + 1, 2, 4), [f"{i}" for i in range(n + 1)])
+    return [t.line.color for t in fig.data]
+
+
 def view_state(kind: str) -> dict:
     """One live view's saved state as the page reads it: the view's state (its module named, not included:
     the page imports the module file), binary buffers base64 beside their paths, and its controls by name."""
     import base64
 
     from ipywidgets.widgets.widget import _remove_buffers
-
-    from ...viz.context_figures import COLORS
 
     w, controls = _widget(kind)
     state = w.view.get_state()
@@ -189,7 +198,7 @@ def view_state(kind: str) -> dict:
         drift = w.view.get_state()["content"][controls["out"]]
         w.show.value = w.VIEWS[0]
         state = w.view.get_state()
-        state["templates"] = {"drift": drift["figure"], "colors": list(COLORS)}
+        state["templates"] = {"drift": drift["figure"], "colors": _drift_colors()}
     for key in ("_esm", "_css", "plotly_js", "plotly_wanted", "_anywidget_id", "layout", "tabbable", "tooltip"):
         state.pop(key, None)
     state = {k: v for k, v in state.items() if not k.startswith("_")}
