@@ -227,12 +227,35 @@ def test_lesson_pages_get_the_live_panel_and_the_hosting_page_names_the_wasm_typ
     assert inpage.panel("01_wordpiece.ipynb") == ""
     html = inpage.panel("04_masked_lm.ipynb")
     assert "Type your own sentence here" in html and 'data-bertlab-view="fill"' in html
-    assert 'data-bertlab-view="masking"' in html and inpage.PAGE in html
+    assert inpage.PAGE in html
     page = inpage.what_runs_where({"model": 39_700_000, "files": 14_400_000})
     assert "application/wasm" in page and "text/javascript" in page and "leaves your machine" in page
     assert "54.1 MB" in page
     for name in inpage.LESSON_VIEWS:
         assert (REPO / "notebooks" / name).is_file(), name
+
+
+def test_each_live_view_is_the_notebooks_widget_state_with_its_controls_named():
+    """What a page's live view starts from: the widget's own nodes and figures (bertlab-mini, the default text),
+    its view module named, every control the glue reads or sets present, the model menu fixed."""
+    from bertlab.book import inpage
+
+    for kind in ("nsp", "fill"):
+        entry = inpage.view_state(kind)
+        state, ids = entry["state"], entry["controls"]
+        assert entry["module"] == "view" and "_esm" not in state and "plotly_js" not in state
+        assert set(ids) <= set(state["nodes"]) | set(ids) and all(i in state["nodes"] for i in ids.values())
+        assert state["nodes"][ids["model"]]["disabled"] is True
+        assert state["content"][ids["out"]]["figure"]["data"], kind
+    assert inpage.view_state("attention")["module"] == "attention"
+
+
+@pytest.mark.parametrize("kind", ["masking", "", None, 3])
+def test_a_live_view_that_does_not_exist_is_named(kind):
+    from bertlab.book import inpage
+
+    with pytest.raises(ValueError, match="the live views are fill, attention, embeddings, nsp, context"):
+        inpage.view_state(kind)
 
 
 def test_the_book_without_onnx_says_what_to_install(monkeypatch, tmp_path):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import http.server
-import json
 import os
 import shutil
 import statistics
@@ -244,6 +243,7 @@ def test_a_text_longer_than_the_model_is_refused_with_a_message(page):
     ("bertlab.forward('a b c', null, [9])", "token positions 0 … 4"),
     ("bertlab.forward('a b c', null, [], {lens: [-1]})", "token positions"),
     ("bertlab.forward('a b c', null, [], {maskAt: [0]})", "cannot be masked"),
+    ("document.querySelector('[data-bertlab-view=fill]').bertlabSet('nope', 1)", "no control nope: this view's are text"),
 ])
 def test_bad_calls_to_the_page_api_say_what_was_wrong(page, call, needle):
     msg = page.page.evaluate(f"{call}.then(() => 'no error', e => e.message)")
@@ -300,74 +300,160 @@ def test_logit_lens_equals_pythons(page, mini):
     assert got == [[g.token for g in layer[0]] for layer in want]
 
 
-# ---- the live views on typed text ---------------------------------------------------------------------------
+# ---- the live views on typed text: the notebook's view modules, the in-page model's numbers ---------------------
 
-def _type(p, view: str, index: int, text: str) -> str:
-    """Type `text` into the view's index-th input and return the view's text once it has redrawn."""
-    sel = f'[data-bertlab-view="{view}"]'
-    before = p.page.get_attribute(sel, "data-updates")
-    box = p.page.locator(f"{sel} input.live-text").nth(index)
-    box.fill(text)
-    p.page.wait_for_function(f"""() => {{ const v = document.querySelector('{sel}');
-        return v.dataset.updates !== {json.dumps(before)} && !v.querySelector('.live-status').textContent.startsWith('Loading'); }}""",
-                             timeout=60_000)
-    p.page.wait_for_timeout(50)
-    return p.page.inner_text(sel)
-
-
-def test_fill_and_masking_views_take_typed_text(page, mini):
-    import bertlab
-
-    model, tokenizer = mini
-    text = MASKED[17]
-    shown = _type(page, "fill", 0, text)
-    want = bertlab.fill_mask(model, tokenizer, text, top_k=5, by_layer=True)
-    assert want.guesses[0][0].token in shown and "logit lens" in shown
-    assert all(layer[0][0].token in shown for layer in want.by_layer)
-    shown = _type(page, "fill", 0, "no mask in this one")
-    assert "exactly one [MASK]" in shown
-    # the masking lab: type, click a word, read the guesses at it
-    _type(page, "masking", 0, "The old man walked slowly with his stick.")
-    page.page.locator('[data-bertlab-view="masking"] .live-tokens button', has_text="stick").click()
-    page.page.wait_for_function("""() => document.querySelector('[data-bertlab-view="masking"] .live-guesses') !== null""")
-    shown = page.page.inner_text('[data-bertlab-view="masking"]')
-    top = bertlab.fill_mask(model, tokenizer, "The old man walked slowly with his [MASK].", top_k=3).guesses[0]
-    assert all(g.token in shown for g in top), shown
+def _panes(p, view: str) -> dict:
+    """Every figure the view's module drew, by pane name (the widget's attribute): trace types, title and data as
+    plotly.js holds them."""
+    return p.page.evaluate("""(view) => {
+        const el = document.querySelector(`[data-bertlab-view="${view}"]`);
+        const T = {f4: Float32Array, f8: Float64Array, i1: Int8Array, u1: Uint8Array, i2: Int16Array, u2: Uint16Array,
+                   i4: Int32Array, u4: Uint32Array};
+        // a figure's typed array as the template sent it ({dtype, shape, bdata}), or a (nested) array
+        const arr = (a) => a === undefined || a === null ? null : a.bdata ? Array.from(new T[a.dtype](a.bdata))
+          : Array.from(a, (r) => typeof r === "object" && r !== null ? Array.from(r) : r);
+        const names = Object.fromEntries(Object.entries(el.bertlabControls).map(([k, v]) => [v, k]));
+        const out = {};
+        for (const d of el.querySelectorAll(".bl-view [data-kind=output]")) {
+          if (!d.data || d.dataset.empty) continue;
+          out[names[d.dataset.id]] = {title: d.layout.title.text, width: d.layout.width, height: d.layout.height,
+            traces: d.data.map((t) => ({type: t.type, x: arr(t.x), y: arr(t.y), z: arr(t.z), text: arr(t.text),
+                                        customdata: arr(t.customdata)}))};
+        }
+        return out; }""", view)
 
 
-def test_attention_embedding_nsp_and_context_views_take_typed_text(browser, server, mini):
-    import bertlab
+def _set(p, view: str, name: str, value=None, click: bool = False) -> None:
+    """Set a view's control as a person would (the module's own event), and wait until it is drawn."""
+    p.page.evaluate("([view, name, value, click]) => document.querySelector(`[data-bertlab-view=\"${view}\"]`)"
+                    ".bertlabSet(name, value, click)", [view, name, value, click])
 
-    model, tokenizer = mini
+
+def _html(p, view: str, name: str) -> str:
+    """The text of a view's HTML pane by name ("message", "guesses_out")."""
+    return p.page.evaluate("""([view, name]) => { const el = document.querySelector(`[data-bertlab-view="${view}"]`);
+        return el.querySelector(`[data-id="${el.bertlabControls[name]}"]`).innerText; }""", [view, name])
+
+
+def _same_figure(got: dict, fig, atol: float) -> None:
+    """A figure the page drew equals `fig` (the notebook widget's go.Figure): trace types, title, size, labels,
+    and numbers within `atol`."""
+    import numpy as np
+
+    assert got["title"] == fig.layout.title.text
+    assert (got["width"], got["height"]) == (fig.layout.width, fig.layout.height)
+    assert [t["type"] for t in got["traces"]] == [t.type for t in fig.data]
+    for g, t in zip(got["traces"], fig.data):
+        for key in ("x", "y", "z"):
+            want = getattr(t, key, None)
+            if want is None:
+                continue
+            want = np.asarray(want.tolist() if hasattr(want, "tolist") else want, dtype=object)
+            have = np.asarray(g[key], dtype=object)
+            assert have.shape == want.shape, (key, have.shape, want.shape)
+            if want.size and isinstance(want.flat[0], str):
+                assert have.tolist() == want.tolist(), key
+            else:
+                np.testing.assert_allclose(have.astype(float), want.astype(float), atol=atol, err_msg=key)
+
+
+def test_the_live_views_draw_what_the_notebooks_widgets_draw(browser, server, mini):
+    """Each live view is the notebook's widget drawn by the same module: on a new text, the page's figures equal
+    the figures bertlab.viz builds in Python for the same text (trace types, titles, labels, numbers)."""
+    from bertlab.viz import AttentionExplorer, ContextExplorer, EmbeddingSumExplorer, NSPExplorer
+
     p = Page(browser, server)
     try:
         p.open(server + "03_self_attention.html")
-        _type(p, "attention", 0, "Birds sing in the morning.")
-        assert p.page.locator('[data-bertlab-view="attention"] .live-grid canvas').count() == 6 * 12
-        heads = p.page.inner_text('[data-bertlab-view="attention"] .live-heat')
-        assert "birds" in heads and "morning" in heads
+        text = "The old dog slept by the warm [MASK] all night."
+        _set(p, "attention", "text", text)
+        _set(p, "attention", "layer", 3)
+        _set(p, "attention", "head", 7)
+        _set(p, "attention", "show_grid", True)
+        w = AttentionExplorer(text, model="bertlab-mini", layer=3, head=7)
+        w.show_grid.value = True
+        got = _panes(p, "attention")
+        _same_figure(got["out"], w.figure, 1e-3)
+        _same_figure(got["grid_out"], w.grid_figure, 1e-3)
+        guesses = _html(p, "attention", "guesses_out")
+        assert all(g.token in guesses for g in w.guesses.guesses[0]), guesses
 
         p.open(server + "02_input_embeddings.html")
-        shown = _type(p, "embeddings", 0, "The dog is big.")
-        assert "|position|" in shown and "dog" in shown
+        text = "Birds sing in the morning."
+        _set(p, "embeddings", "text", text)
+        w = EmbeddingSumExplorer(text, "", model="bertlab-mini")
+        _same_figure(_panes(p, "embeddings")["out"], w.figure, 1e-3)
 
         p.open(server + "05_next_sentence.html")
         a, b = PAIRS[2]
-        _type(p, "nsp", 0, a)
-        shown = _type(p, "nsp", 1, b)
-        assert f"{100 * bertlab.next_sentence(model, tokenizer, a, b):.1f} %" in shown
+        _set(p, "nsp", "a", b)
+        _set(p, "nsp", "b", a)
+        _set(p, "nsp", "swap", click=True)                 # A and B back in order, by the view's own button
+        w = NSPExplorer(a, b, model="bertlab-mini")
+        _same_figure(_panes(p, "nsp")["out"], w.figure, 1e-4)
 
         p.open(server + "07_contextual_embeddings.html")
-        shown = _type(p, "context", 2, "river")
-        assert "is not in" in shown                      # "river" is only in the first default sentence
-        shown = _type(p, "context", 1, "The river was wide.")
-        vec = [bertlab.word_vectors(model, tokenizer, [s], "river", layer=-1)[0]
-               for s in ("She sat on the bank of the river.", "The river was wide.")]
-        cos = float(torch.nn.functional.cosine_similarity(vec[0], vec[1], dim=0))
-        assert f"{cos:.3f}" in shown, (cos, shown)
+        sentences = ["We sat on the bank of the river.", "The bank lent them money.", "Fish swam near the bank."]
+        _set(p, "context", "sentences", "\n".join(sentences))
+        _set(p, "context", "layer", 4)
+        w = ContextExplorer("bank", sentences, model="bertlab-mini", layer=4)
+        _same_figure(_panes(p, "context")["out"], w.figure, 1e-3)
+        _set(p, "context", "show", 1)                      # drift by layer
+        w.show.value = "drift by layer"
+        _same_figure(_panes(p, "context")["out"], w.figure, 1e-3)
+        _set(p, "context", "show", 2)                      # the PCA: the notebook's, said so
+        assert "run it live" in _html(p, "context", "message")
+        _set(p, "context", "word", "river")                # not in every sentence: the widget's own message
+        assert "is not a word of sentence 2" in _html(p, "context", "message")
         assert not p.blocked and not p.errors, (p.blocked, p.errors)
     finally:
         p.close()
+
+
+def test_the_fill_view_takes_typed_text_and_a_click(page, mini):
+    """MaskPlayground in the page: typed into its own text box (the module's control), then a word clicked."""
+    import bertlab
+    from bertlab.viz import MaskPlayground
+
+    model, tokenizer = mini
+    sel = '[data-bertlab-view="fill"]'
+    text = MASKED[17]
+    before = page.page.get_attribute(sel, "data-updates")
+    box = page.page.locator(f"{sel} .bl-view input[type=text]")
+    box.fill(text)
+    box.press("Enter")
+    page.page.wait_for_function(f"(b) => document.querySelector('{sel}').dataset.updates !== b", arg=before,
+                                timeout=60_000)
+    w = MaskPlayground(text, model="bertlab-mini", mask=None)
+    got = _panes(page, "fill")
+    _same_figure(got["out"], w.figure, 1e-4)
+    layers = got["layers_out"]
+    _same_figure(layers, w.layers_figure, 1e-4)
+    assert layers["traces"][0]["text"] == [[g.token for g in layer[0]] for layer in w.result.by_layer]
+    # the masking lab: a sentence without [MASK] (the position chosen before stays chosen, as in the notebook),
+    # then another word clicked: the guesses at it
+    _set(page, "fill", "text", "Hi there.")                # shorter than the position chosen before
+    assert "click a token" in _html(page, "fill", "message")
+    _set(page, "fill", "text", "The old man walked slowly with his stick.")
+    before = page.page.get_attribute(sel, "data-updates")
+    page.page.locator(f"{sel} .bl-view button", has_text="old").click()
+    page.page.wait_for_function(f"(b) => document.querySelector('{sel}').dataset.updates !== b", arg=before,
+                                timeout=60_000)
+    top = bertlab.fill_mask(model, tokenizer, "The [MASK] man walked slowly with his stick.", top_k=5).guesses[0]
+    assert _panes(page, "fill")["out"]["traces"][0]["customdata"] == [g.token for g in top]
+    _set(page, "fill", "text", "   ")
+    assert "non-empty" in _html(page, "fill", "message")
+
+
+def test_the_book_ships_the_notebooks_view_modules(site):
+    """The page imports the very module a notebook's view runs (bertlab.viz.views.esm), not a copy of its own."""
+    from bertlab.viz.views import esm
+
+    views = site.out / "_static" / "live" / "views"
+    for module in ("view", "attention"):
+        assert (views / f"{module}.mjs").read_text(encoding="utf-8") == esm(module)
+    live = (site.out / "_static" / "live" / "live-views.mjs").read_text(encoding="utf-8")
+    assert "Plotly.react" not in live and "createElement(\"canvas\")" not in live     # it draws nothing itself
 
 
 # ---- speed --------------------------------------------------------------------------------------------------

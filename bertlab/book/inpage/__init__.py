@@ -7,8 +7,12 @@ What travels with the site (`add_to_site`), all of it files of the book's own `_
 - `vendor/`: ONNX Runtime Web's WebAssembly backend and the tokenizers library's JavaScript port, shipped
   inside this package (pinned versions, checksums and licences in `vendor/VENDOR.json`), so a fresh clone
   builds and views the book with no network;
-- `bertlab-live.mjs` (the model and the page API `window.bertlab`), `live-views.mjs` (the views on typed
-  text) and `live.css`.
+- `views/`: the notebooks' own view modules (`bertlab.viz.views.esm`: the same ES module a widget runs in
+  JupyterLab) and each live view's starting state, the notebook's widget built on bertlab-mini at build time
+  (`view_state`): its controls, panes and figures;
+- `bertlab-live.mjs` (the model and the page API `window.bertlab`), `live-views.mjs` (the glue: the in-page
+  model's numbers put into each view's state, which the view module draws; no drawing code of its own) and
+  `live.css`.
 
 Why vendored rather than fetched at build time: the book must build from a fresh clone with no network; a
 fetch-and-cache step would need the network once per machine and a second code path to test. The price is
@@ -34,12 +38,14 @@ PAGE = "what-runs-where.html"
 MODEL_NAME = "bertlab-mini"
 DTYPE = "fp16"
 
-# which live views a lesson's page gets (by notebook name), in the order they are drawn
+# which live views a lesson's page gets (by notebook name), in the order they are drawn. "fill" is
+# MaskPlayground (type a text, click a word to hide it: the guesses and every layer's guess, the logit lens),
+# so it is also the masking lab of notebook 04.
 LESSON_VIEWS: dict[str, tuple[str, ...]] = {
     "00_tour.ipynb": ("fill", "attention"),
     "02_input_embeddings.ipynb": ("embeddings",),
     "03_self_attention.ipynb": ("attention",),
-    "04_masked_lm.ipynb": ("fill", "masking"),
+    "04_masked_lm.ipynb": ("fill",),
     "05_next_sentence.ipynb": ("nsp",),
     "07_contextual_embeddings.ipynb": ("context",),
     "10_inside_the_model.ipynb": ("fill",),
@@ -80,6 +86,7 @@ def add_to_site(static_dir, model=MODEL_NAME, dtype: str = DTYPE, cache=None) ->
 
     live = Path(static_dir) / "live"
     shutil.copytree(_static(), live, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    _write_views(live)
     runtime = sum(p.stat().st_size for p in live.rglob("*") if p.is_file())
     target = live / "model"
     kept = Path(cache) / "live-model" / _cache_key(dtype) if cache is not None and model == MODEL_NAME else None
@@ -104,28 +111,124 @@ def add_to_site(static_dir, model=MODEL_NAME, dtype: str = DTYPE, cache=None) ->
 # ---- what a lesson page gets ------------------------------------------------------------------------------
 
 _TITLES = {
-    "fill": "Guesses at a [MASK], layer by layer",
+    "fill": "Hide a word: the model's guesses, layer by layer",
     "attention": "Every head's attention",
     "embeddings": "The embedding sum, part by part",
     "nsp": "Does B follow A? (next-sentence prediction)",
-    "context": "The same word in two sentences, layer by layer",
-    "masking": "The masking lab",
+    "context": "The same word across sentences, layer by layer",
 }
 _DEFAULTS = {
     "fill": {"text": "The capital of France is [MASK]."},
     "attention": {"text": "The cat sat on the mat because it was tired."},
     "embeddings": {"text": "The bank of the river was muddy."},
     "nsp": {"a": "It rained all day.", "b": "The river rose over its banks."},
-    "context": {"a": "She sat on the bank of the river.", "b": "He paid the money into the bank.", "word": "bank"},
-    "masking": {"text": "The children played football in the park after school."},
+    "context": {"word": "bank", "sentences": ["She sat on the bank of the river. | river",
+                                              "He paid the money into the bank. | money",
+                                              "The ducks rested on the grassy bank. | river"]},
 }
+
+
+# ---- the views' saved state: the notebook's own widgets, built once at build time ---------------------------
+#
+# A live view on a page is the same view module (bertlab/viz/views/js) the notebook's widget runs, over a state
+# the in-page model fills: the widget is built here with bertlab-mini on the default text, so its controls,
+# panes and figures (their traces, colours and layout: bertlab.viz's figure functions) are the notebook's; in
+# the page, live-views.mjs answers each control with the in-page model's numbers put into those figures.
+
+def _widget(kind: str):
+    """The notebook's widget for a live view, on bertlab-mini and the view's default text, and what names its
+    controls and panes (name → the element the live glue reads or fills)."""
+    from ...viz import AttentionExplorer, ContextExplorer, EmbeddingSumExplorer, MaskPlayground, NSPExplorer
+
+    if not isinstance(kind, str) or kind not in _TITLES:
+        raise ValueError(f"no live view {kind!r}: the live views are {', '.join(_TITLES)}")
+    d = _DEFAULTS[kind]
+    if kind == "fill":
+        w = MaskPlayground(d["text"], model=MODEL_NAME, mask=None)
+        names = ("text", "tokens", "top_k", "out", "layers_out")
+    elif kind == "attention":
+        w = AttentionExplorer(d["text"], model=MODEL_NAME)
+        w.show_grid.value = True                 # the grid's figure is built, so the page has its traces ...
+        w.show_head_view.layout.display = "none"  # bertviz's own page: drawn from Python's HTML, not live here
+        names = ("text", "text_pair", "layer", "head", "combine", "words", "hide_special", "threshold", "show_grid",
+                 "out", "grid_out", "guesses_out")
+    elif kind == "embeddings":
+        w = EmbeddingSumExplorer(d["text"], "", model=MODEL_NAME)
+        w.show_positions.layout.display = "none"  # the position table's similarity: a picture in the lesson below
+        names = ("text", "text_pair", "out")
+    elif kind == "nsp":
+        w = NSPExplorer(d["a"], d["b"], model=MODEL_NAME)
+        names = ("a", "b", "swap", "out")
+    else:                                        # "context"
+        w = ContextExplorer(d["word"], d["sentences"], model=MODEL_NAME)
+        names = ("word", "sentences", "show", "layer", "out")
+    if w.error:
+        raise RuntimeError(f"the {kind} view failed on its default text: {w.error}")
+    w.model_select.disabled = True               # the page has one model
+    return w, {n: getattr(w, n).id for n in names} | {"message": w.message.id, "model": w.model_select.id}
+
+
+def _drift_colors(n: int = 12) -> list[str]:
+    """The line colours drift_by_layer gives its traces, in order (read off the public function's figure, so the
+    page colours a fourth sentence as the notebook does)."""
+    import torch
+
+    from ...viz import drift_by_layer
+
+    fig = drift_by_layer(torch.randn(n + 1, 2, 4), [f"{i}" for i in range(n + 1)])
+    return [t.line.color for t in fig.data]
+
+
+def view_state(kind: str) -> dict:
+    """One live view's saved state as the page reads it: the view's state (its module named, not included:
+    the page imports the module file), binary buffers base64 beside their paths, and its controls by name."""
+    import base64
+
+    from ipywidgets.widgets.widget import _remove_buffers
+
+    w, controls = _widget(kind)
+    state = w.view.get_state()
+    if kind == "attention":                      # ... and kept as the page's template while the grid starts off,
+        grid = state["content"][controls["grid_out"]]   # as in the notebook (72 heatmaps: the slowest draw)
+        w.show_grid.value = False
+        state = w.view.get_state()
+        state["content"][controls["grid_out"]] = grid
+    if kind == "context":                        # the drift figure's traces too, for "drift by layer"
+        w.show.value = "drift by layer"
+        drift = w.view.get_state()["content"][controls["out"]]
+        w.show.value = w.VIEWS[0]
+        state = w.view.get_state()
+        state["templates"] = {"drift": drift["figure"], "colors": _drift_colors()}
+    for key in ("_esm", "_css", "plotly_js", "plotly_wanted", "_anywidget_id", "layout", "tabbable", "tooltip"):
+        state.pop(key, None)
+    state = {k: v for k, v in state.items() if not k.startswith("_")}
+    state, paths, buffers = _remove_buffers(state)
+    return {"kind": kind, "module": w.module, "state": state, "controls": controls, "model": MODEL_NAME,
+            "buffers": [{"path": p, "data": base64.b64encode(bytes(b)).decode()} for p, b in zip(paths, buffers)]}
+
+
+def _write_views(live: Path) -> int:
+    """The view modules and every live view's state, into `live`/views; returns their bytes."""
+    from ...viz.views import esm
+
+    folder = live / "views"
+    folder.mkdir(exist_ok=True)
+    modules = set()
+    for kind in _TITLES:
+        entry = view_state(kind)
+        modules.add(entry["module"])
+        (folder / f"{kind}.json").write_text(json.dumps(entry, separators=(",", ":")), encoding="utf-8")
+    for module in sorted(modules):
+        (folder / f"{module}.mjs").write_text(esm(module), encoding="utf-8")
+    return sum(p.stat().st_size for p in folder.iterdir())
 
 
 def panel(notebook: str, lesson_pages=None) -> str:
     """The live panel a lesson's page shows at its top ("type your own sentence here"), or "" for none.
 
-    The views are drawn by `live-views.mjs` into the `data-bertlab-view` elements; without JavaScript, or
-    opened as a file, the panel says why nothing runs."""
+    Each `data-bertlab-view` element becomes the notebook's view (its module, `views/<module>.mjs`) fed by the
+    in-page model (`live-views.mjs`); without JavaScript, or opened as a file, the panel says why nothing
+    runs."""
     views = LESSON_VIEWS.get(notebook, ())
     if not views:
         return ""
@@ -171,7 +274,9 @@ Unicode).</li>
 float16, computed in float32), run by ONNX Runtime Web {html.escape(ort['version'])}
 ({html.escape(ort['license'])}) on its WebAssembly backend: one thread on a plain web server, several where
 the host sends the cross-origin isolation headers.</li>
-<li><b>The views</b>: small scripts of the book that draw what the model returns.</li>
+<li><b>The views</b>: the same view modules the lessons' notebooks use (controls and plotly figures, drawn by
+the plotly.js shipped with this site), with the model in this page as their data source instead of a Python
+kernel.</li>
 </ul>
 <p><b>Nothing you type leaves your machine.</b> The page loads only files of this site; there is no server-side
 code, no analytics and no call to any other address. The test suite opens the pages with every request outside

@@ -120,7 +120,9 @@ function serial(fn) {
  * `maskAt`: word pieces to hide behind [MASK] first (the masking lab). */
 export async function forward(text, pair = null, positions = null, { maskAt = [], lens = [] } = {}) {
   const { session, manifest } = await load();
+  const t0 = performance.now();
   const enc = await encode(text, pair);
+  const t1 = performance.now();
   const ids = enc.ids.slice();
   const tokens = enc.tokens.slice();
   const maskId = manifest.tokenizer.special_ids.mask;
@@ -144,7 +146,10 @@ export async function forward(text, pair = null, positions = null, { maskAt = []
     positions: new ort.Tensor("int64", BigInt64Array.from(positions, BigInt), [positions.length]),
     lens_positions: new ort.Tensor("int64", BigInt64Array.from(lens, BigInt), [lens.length]),
   };
-  const out = await serial(() => session.run(feeds));
+  let t2 = 0;
+  const out = await serial(() => { t2 = performance.now(); return session.run(feeds); });
+  // where an edit's time goes (bench/live.py): tokenizing, and ONNX Runtime's run (waiting for the queue apart)
+  api.lastForward = { tokenize_ms: t1 - t0, run_ms: performance.now() - t2, T: ids.length };
   const c = manifest.config;
   return {
     tokens, ids, token_type_ids: enc.token_type_ids, positions, lens_positions: lens, T,
