@@ -262,8 +262,10 @@ def measure(model, tokenizer, folder: Path, text: str = CHECK_TEXT[0], pair: str
     feeds = _feeds(tokenizer, text, pair)
     got = run.run(None, dict(zip(INPUTS, (x.numpy() for x in feeds))))
     names = [o.name for o in run.get_outputs()]
-    ref = reference_outputs(model, *feeds)
-    return {n: float((torch.from_numpy(g) - ref[n]).abs().max()) for n, g in zip(names, got)}
+    with torch.no_grad():
+        ref = reference_outputs(model, *feeds)
+    # detach: an output can be a view of a parameter (the position table), which keeps requires_grad
+    return {n: float((torch.from_numpy(g) - ref[n].detach()).abs().max()) for n, g in zip(names, got)}
 
 
 def export_onnx(model, tokenizer, out, dtype: str = "fp32", *, name: str | None = None) -> OnnxExport:

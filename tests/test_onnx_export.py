@@ -56,7 +56,7 @@ def _compare(model, path, tokenizer, text, pair, positions=None, lens=None, tol=
     assert set(got) == set(ref)
     for name, value in got.items():
         assert value.shape == tuple(ref[name].shape), name
-        err = float((torch.from_numpy(value) - ref[name]).abs().max()) if value.size else 0.0
+        err = float((torch.from_numpy(value) - ref[name].detach()).abs().max()) if value.size else 0.0
         assert err <= tol, (name, err, text)
 
 
