@@ -54,6 +54,8 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import time
+from collections import deque
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -165,11 +167,17 @@ def pack_figure(fig) -> dict:
     return _pack({"data": list(fig._data), "layout": fig._layout})
 
 
+_PACK_MS = [0.0]                                # time spent in pack_figure by show_figure (View.timings)
+
+
 def show_figure(out: C.Output, fig) -> None:
     """Show `fig` in the pane `out` (None empties it). `out.figure` is then `fig`, as the browser draws it."""
     object.__setattr__(out, "figure", fig)
     object.__setattr__(out, "html", None)
-    out._set_content(None if fig is None else {"figure": pack_figure(fig)})
+    t0 = time.perf_counter()
+    packed = None if fig is None else {"figure": pack_figure(fig)}
+    _PACK_MS[0] += (time.perf_counter() - t0) * 1e3
+    out._set_content(packed)
 
 
 def show_html(out: C.Output, markup: str | None, plain: str = "") -> None:
@@ -204,7 +212,9 @@ class View(anywidget.AnyWidget):
     nodes = t.Dict({}).tag(sync=True)          # id → spec of every control, pane and row
     root = t.Unicode("").tag(sync=True)        # the id of the outermost row
     content = t.Dict({}).tag(sync=True)        # pane id → {"rev", "figure" | "html"}
-    event = t.Dict({}).tag(sync=True)          # the browser → Python: {"id", "value" | "click", "n"}
+    # the browser → Python: {"id", "value" | "click", "n"}; not echoed back (ipywidgets' echo_update would send
+    # every change straight back to the page that sent it: one message more per change, for nothing)
+    event = t.Dict({}).tag(sync=True, echo_update=False)
     done = t.Int(0).tag(sync=True)             # the n of the last event handled
     plotly_wanted = t.Bool(False).tag(sync=True)
     plotly_js = t.Bytes(b"").tag(sync=True)
@@ -255,8 +265,28 @@ class View(anywidget.AnyWidget):
         self.content = new
 
     # -- the browser's events
+    timings: deque = deque(maxlen=2000)        # the last events handled: {view, n, handle_ms, pack_ms, send_ms}
+
     def _on_event(self, change) -> None:
-        ev = change["new"] or {}
+        t0, pack0 = time.perf_counter(), _PACK_MS[0]
+        try:
+            self._handle(change["new"] or {})
+        finally:
+            # the answer leaves when hold_sync ends (inside _handle): handle_ms is Python's part of a change
+            # as the page feels it, send_ms the serialising and sending within it
+            View.timings.append({"view": self.module, "n": int((change["new"] or {}).get("n") or 0),
+                                 "handle_ms": (time.perf_counter() - t0) * 1e3, "pack_ms": _PACK_MS[0] - pack0,
+                                 "send_ms": getattr(self, "_send_ms", 0.0)})
+            self._send_ms = 0.0
+
+    def send_state(self, key=None):
+        t0 = time.perf_counter()
+        try:
+            super().send_state(key)
+        finally:
+            self._send_ms = getattr(self, "_send_ms", 0.0) + (time.perf_counter() - t0) * 1e3
+
+    def _handle(self, ev: dict) -> None:
         el = self.elements.get(ev.get("id"))
         try:
             if el is None:

@@ -49,6 +49,8 @@ class Layout:
     def __setattr__(self, key, value):
         if key not in self._keys:
             raise AttributeError(f"Layout has no {key!r}: views lay out with {', '.join(self._keys)}")
+        if key in self._values and self._values[key] == value:
+            return                                     # unchanged: nothing to redraw
         self._values[key] = value
         if self._owner is not None:
             self._owner._push()
@@ -96,7 +98,9 @@ class Element:
         if key in type(self)._spec_keys:
             if key == "value":
                 self._set_value(value)
-            else:
+            elif key not in self._spec or self._spec[key] != value or type(self._spec[key]) is not type(value):
+                # only a real change goes to the browser: a widget that sets `disabled` on every update
+                # would otherwise resend its view's controls each time
                 self._spec[key] = value
                 self._after_spec(key)
                 self._push()

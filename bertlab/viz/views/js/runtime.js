@@ -358,8 +358,13 @@ CONTROLS.floatslider = CONTROLS.intslider;
 // ---- the view ---------------------------------------------------------------------------------------------
 
 // Render a view over `model` into `el`. `panes` (optional): pane kind → async draw(el, content, ctx), for a
-// view module that draws something besides plotly figures and HTML.
-function renderView({ model, el }, panes = {}) {
+// view module that draws something besides plotly figures and HTML. `opts.local` (optional): a function
+// (state, event) → {nodes, content} | null that answers a person's change in the browser from what the view
+// already has (the attention view: layer, head, combine, words, [CLS]/[SEP] and threshold from the attention
+// buffer in `data`, the same function the book's page uses). Its answer is drawn at once; the change still
+// goes to Python, which computes the same answer for Python's readers (`w.figure`), so nothing about reading
+// a view from Python changes. Python's answer is not drawn over a newer local one (see `stale`).
+function renderView({ model, el }, panes = {}, opts = {}) {
   ensureStyle(el);
   const root = h("div", { class: "bl-view" });
   // keys typed into a control are the control's, not a notebook's shortcuts (arrows, "a", "b", space...).
@@ -377,14 +382,47 @@ function renderView({ model, el }, panes = {}) {
   el.appendChild(root);
   const built = {};                          // id → element
   const drawnRev = {};                       // pane id → content rev drawn
-  const pending = new Map();                 // event n → time sent
+  const pending = new Map();                 // event n → {t0: sent, recv: Python's answer arrived, local}
   let alive = true;
   const viewName = model.get("module") || "view";
+  // the browser's own answers (opts.local): the state they were computed on, and how many changes that it
+  // could not answer are still waiting for Python (then the data may be stale: no local answer until done)
+  let shadow = null;
+  let remoteBusy = 0;
+  let lastSent = 0;
+
+  const record = (n, drawnAt) => {
+    // a person's change has its answer drawn: how long it took, and where (bench/widgets.py reads these)
+    const p = pending.get(n);
+    if (!p || p.logged) return;
+    p.logged = true;
+    const ms = drawnAt - p.t0;
+    const recv = p.local ? 0 : (p.recv ?? ms) - p.t0;
+    G.latencies.push({ view: viewName, ms, recv, draw: ms - recv, local: !!p.local });
+  };
 
   const send = (id, value, click) => {
     const n = Date.now() * 1000 + Math.floor(Math.random() * 1000);
-    pending.set(n, performance.now());
-    model.set("event", click ? { id, click: true, n } : { id, value, n });
+    const ev = click ? { id, click: true, n } : { id, value, n };
+    const p = { t0: performance.now() };
+    pending.set(n, p);
+    lastSent = n;
+    let answer = null;
+    if (opts.local && !click && remoteBusy === 0) {
+      try {
+        const base = shadow || { nodes: model.get("nodes"), content: model.get("content"), data: model.get("data") };
+        answer = opts.local(base, ev);
+        if (answer) shadow = { ...base, ...answer };
+      } catch (err) { answer = null; console.error("bertlab view (local)", err); }
+    }
+    if (answer) {
+      p.local = true;
+      drawLocal(answer, n);
+    } else {
+      remoteBusy += 1;
+      p.remote = true;
+    }
+    model.set("event", ev);
     model.save_changes();
   };
 
@@ -451,31 +489,55 @@ function renderView({ model, el }, panes = {}) {
   }
 
   let drawing = Promise.resolve();
+  function drawLocal(answer, n) {
+    // the browser's own answer: controls and panes drawn from it now, without waiting for the kernel
+    for (const [id, spec] of Object.entries(answer.nodes || {})) {
+      const e = built[id];
+      if (e) { e.update(spec); applyStyle(e, spec); }
+    }
+    const jobs = [];
+    for (const [id, c] of Object.entries(answer.content || {})) {
+      if (!built[id] || drawnRev[id] === (c ? c.rev : 0)) continue;
+      drawnRev[id] = -1;                     // not Python's revision: Python's answer is drawn over it later
+      jobs.push(drawPane(id, c));
+    }
+    drawing = drawing.then(() => Promise.all(jobs)).then(() => record(n, performance.now()))
+      .catch((err) => { root.dataset.error = String(err); console.error("bertlab view", err); });
+  }
+
   function syncContent() {
     const content = model.get("content") || {};
     const done = model.get("done");
+    const p = pending.get(done);
+    if (p && p.recv === undefined) p.recv = performance.now();
+    // Python's answer to an older change, while the browser already drew a newer one of its own: keep the
+    // newer one on screen (Python's catches up with the last change, and that one is drawn)
+    const stale = done !== lastSent && pending.has(lastSent) && pending.get(lastSent).local;
     const jobs = [];
     for (const id of Object.keys(built)) {
       if (built[id].dataset.kind !== "output") continue;
       const c = content[id];
       const rev = c ? c.rev : 0;
-      if (drawnRev[id] === rev) continue;
+      if (drawnRev[id] === rev || (stale && drawnRev[id] === -1)) continue;
       drawnRev[id] = rev;
       jobs.push(drawPane(id, c));
     }
     drawing = drawing.then(() => Promise.all(jobs)).then(() => {
-      // the answer to a person's change is drawn: record how long it took (bench/widgets.py reads these)
       if (pending.has(done)) {
-        const ms = performance.now() - pending.get(done);
-        G.latencies.push({ view: viewName, ms });
-        for (const n of pending.keys()) if (n <= done) pending.delete(n);
+        record(done, performance.now());
+        for (const [n, q] of pending) {
+          if (n > done) continue;
+          if (q.remote) remoteBusy = Math.max(0, remoteBusy - 1);
+          pending.delete(n);
+        }
       }
+      if (done === lastSent) shadow = null;  // Python has caught up: its state is the browser's again
       root.dataset.done = String(done);
       root.dataset.drawn = String((+root.dataset.drawn || 0) + 1);
     }).catch((err) => { root.dataset.error = String(err); console.error("bertlab view", err); });
   }
 
-  const onNodes = () => { syncNodes(); syncContent(); };
+  const onNodes = () => { if (!shadow) syncNodes(); else if (model.get("done") === lastSent) syncNodes(); syncContent(); };
   const onContent = () => syncContent();
   model.on("change:nodes", onNodes);
   model.on("change:root", onNodes);
