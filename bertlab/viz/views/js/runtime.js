@@ -398,7 +398,7 @@ function renderView({ model, el }, panes = {}, opts = {}) {
     p.logged = true;
     const ms = drawnAt - p.t0;
     const recv = p.local ? 0 : (p.recv ?? ms) - p.t0;
-    G.latencies.push({ view: viewName, ms, recv, draw: ms - recv, local: !!p.local });
+    G.latencies.push({ view: viewName, ms, recv, draw: ms - recv, local: !!p.local, compute: p.compute || 0 });
   };
 
   const send = (id, value, click) => {
@@ -412,6 +412,7 @@ function renderView({ model, el }, panes = {}, opts = {}) {
       try {
         const base = shadow || { nodes: model.get("nodes"), content: model.get("content"), data: model.get("data") };
         answer = opts.local(base, ev);
+        p.compute = performance.now() - p.t0;
         if (answer) shadow = { ...base, ...answer };
       } catch (err) { answer = null; console.error("bertlab view (local)", err); }
     }
@@ -513,12 +514,20 @@ function renderView({ model, el }, panes = {}, opts = {}) {
     // Python's answer to an older change, while the browser already drew a newer one of its own: keep the
     // newer one on screen (Python's catches up with the last change, and that one is drawn)
     const stale = done !== lastSent && pending.has(lastSent) && pending.get(lastSent).local;
+    // Python's answer to the change the browser answered last: the same figure (the same rules, a browser
+    // test holds them equal), already on screen, so it is not drawn twice; an emptied pane (an error) is
+    const same = done === lastSent && p && p.local;
     const jobs = [];
     for (const id of Object.keys(built)) {
       if (built[id].dataset.kind !== "output") continue;
       const c = content[id];
       const rev = c ? c.rev : 0;
       if (drawnRev[id] === rev || (stale && drawnRev[id] === -1)) continue;
+      if (same && drawnRev[id] === -1 && c && c.figure) {
+        drawnRev[id] = rev;
+        built[id].dataset.rev = String(rev);
+        continue;
+      }
       drawnRev[id] = rev;
       jobs.push(drawPane(id, c));
     }
