@@ -54,6 +54,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import secrets
 import time
 from collections import deque
 from functools import lru_cache
@@ -219,6 +220,9 @@ class View(anywidget.AnyWidget):
     plotly_wanted = t.Bool(False).tag(sync=True)
     plotly_js = t.Bytes(b"").tag(sync=True)
     plotly_version = t.Unicode(PLOTLY_VERSION).tag(sync=True)
+    # the panes a person's change altered, sent instead of the whole `content` (see _should_send_property)
+    patch = t.Dict({}).tag(sync=True)
+    uid = t.Unicode("").tag(sync=True)         # this view, for the page's store of its panes (runtime.js)
     module = t.Unicode("view").tag(sync=True)  # which js/<module>.js draws it (for the book's runtime)
     data = t.Dict({}).tag(sync=True)           # what the module may compute from without a kernel (the book)
 
@@ -226,10 +230,12 @@ class View(anywidget.AnyWidget):
         if not isinstance(root, C.Element):
             raise ValueError(f"a view's root is a row or control from bertlab.viz.views.controls, "
                              f"got {type(root).__name__}")
-        super().__init__(_esm=esm(module), module=module, **kwargs)
+        super().__init__(_esm=esm(module), module=module, uid=secrets.token_hex(8), **kwargs)
         self.elements: dict[str, C.Element] = {}
         self._rev = 0
         self._batch: dict | None = None
+        self._patching = False                  # True while Python answers a person's change (see _handle)
+        self._patch: dict = {}
         with self.hold_sync():
             self._adopt(root)
             self.root = root.id
@@ -249,6 +255,8 @@ class View(anywidget.AnyWidget):
             if isinstance(e, C.Output) and e.content is not None:
                 self._rev += 1
                 content[e.id] = {"rev": self._rev, **e.content}
+                if self._patching:
+                    self._patch[e.id] = content[e.id]
             stack.extend(e.children_of())
         self.nodes, self.content = nodes, content
 
@@ -262,7 +270,20 @@ class View(anywidget.AnyWidget):
             new.pop(out.id, None)
         else:
             new[out.id] = {"rev": self._rev, **out.content}
+        if self._patching:                      # only this pane travels: {"rev", "gone"} for an emptied one
+            self._patch[out.id] = new.get(out.id) or {"rev": self._rev, "gone": True}
         self.content = new
+
+    def _should_send_property(self, key, value):
+        """While Python answers a person's change, `content` stays here: the panes that changed go as `patch`.
+
+        `content` holds every pane (a bertviz view is 0.5-1.3 MB of HTML); resending it all for one changed
+        heatmap cost the kernel, the Jupyter server and the page a JSON encode, a relay and a parse each time.
+        A change made from Python (a cell, or nbclient running a notebook for the book) still sends the whole
+        `content`, so a saved widget state is always complete; the page merges patches into it by revision."""
+        if key == "content" and getattr(self, "_patching", False):
+            return False
+        return super()._should_send_property(key, value)
 
     # -- the browser's events
     timings: deque = deque(maxlen=2000)        # the last events handled: {view, n, handle_ms, pack_ms, send_ms}
@@ -292,10 +313,17 @@ class View(anywidget.AnyWidget):
             if el is None:
                 raise ValueError(f"no control {ev.get('id')!r} in this view")
             with self.hold_sync():
-                if ev.get("click"):
-                    el.click()
-                else:
-                    el._from_front(ev.get("value"))
+                self._patching, self._patch = True, {}
+                try:
+                    if ev.get("click"):
+                        el.click()
+                    else:
+                        el._from_front(ev.get("value"))
+                finally:
+                    self._patching = False
+                    if self._patch:
+                        self.patch = {"n": int(ev.get("n") or 0), "panes": self._patch}
+                    self._patch = {}
                 self.done = int(ev.get("n") or 0)
         except Exception:                       # the widget's own callbacks turn errors into messages
             logger.debug("event %r failed", ev, exc_info=True)

@@ -355,6 +355,54 @@ CONTROLS.radio = function (spec, send) {
 };
 CONTROLS.floatslider = CONTROLS.intslider;
 
+// ---- the panes' content: the last whole `content`, with the patches since --------------------------------
+// Python sends the whole `content` when a change comes from Python (and in every saved state), and only the
+// panes a person's change altered as `patch` ({n, panes: {id: {rev, ...} | {rev, gone}}}). The page keeps one
+// store a view (by `uid`, shared by every place the view is shown) and merges by revision, so a patch seen
+// twice, or a whole content older than a patch, changes nothing.
+
+function newer(have, entry) {
+  return !have || (entry && entry.rev > have.rev);
+}
+
+function paneStore(model) {
+  const uid = model.get("uid");
+  const stores = (G.stores = G.stores || {});
+  const st = (uid && stores[uid]) || { content: {}, full: undefined, patch: undefined };
+  if (uid) stores[uid] = st;
+  return st;
+}
+
+function currentContent(model, st, trust) {
+  const full = model.get("content") || {};
+  if (full !== st.full) {
+    // a whole content that arrived while the view is shown (`trust`) is the newest there is: it replaces
+    // everything; one a new render of the view finds may be older than the patches merged since: by revision
+    const next = {};
+    if (trust || st.full === undefined) Object.assign(next, full);
+    else {
+      for (const [id, entry] of Object.entries(full)) next[id] = newer(st.content[id], entry) ? entry : st.content[id];
+      for (const [id, entry] of Object.entries(st.content)) if (!(id in next) && entry.rev > maxRev(full)) next[id] = entry;
+    }
+    st.content = next;
+    st.full = full;
+  }
+  const patch = model.get("patch");
+  if (patch && patch !== st.patch) {
+    for (const [id, entry] of Object.entries(patch.panes || {})) if (newer(st.content[id], entry)) st.content[id] = entry;
+    st.patch = patch;
+  }
+  const shown = {};
+  for (const [id, entry] of Object.entries(st.content)) if (entry && !entry.gone) shown[id] = entry;
+  return shown;
+}
+
+function maxRev(content) {
+  let m = 0;
+  for (const entry of Object.values(content)) if (entry && entry.rev > m) m = entry.rev;
+  return m;
+}
+
 // ---- the view ---------------------------------------------------------------------------------------------
 
 // Render a view over `model` into `el`. `panes` (optional): pane kind → async draw(el, content, ctx), for a
@@ -390,6 +438,7 @@ function renderView({ model, el }, panes = {}, opts = {}) {
   let shadow = null;
   let remoteBusy = 0;
   let lastSent = 0;
+  const store = paneStore(model);
 
   const record = (n, drawnAt) => {
     // a person's change has its answer drawn: how long it took, and where (bench/widgets.py reads these)
@@ -407,10 +456,10 @@ function renderView({ model, el }, panes = {}, opts = {}) {
     const p = { t0: performance.now() };
     pending.set(n, p);
     lastSent = n;
-    let answer = null;
+    let answer = null, base = null;
     if (opts.local && !click && remoteBusy === 0) {
       try {
-        const base = shadow || { nodes: model.get("nodes"), content: model.get("content"), data: model.get("data") };
+        base = shadow || { nodes: model.get("nodes"), content: currentContent(model, store, true), data: model.get("data") };
         answer = opts.local(base, ev);
         p.compute = performance.now() - p.t0;
         if (answer) shadow = { ...base, ...answer };
@@ -418,7 +467,7 @@ function renderView({ model, el }, panes = {}, opts = {}) {
     }
     if (answer) {
       p.local = true;
-      drawLocal(answer, n);
+      drawLocal(answer, n, base.nodes);
     } else {
       remoteBusy += 1;
       p.remote = true;
@@ -434,7 +483,14 @@ function renderView({ model, el }, panes = {}, opts = {}) {
     let e;
     if (spec.kind === "row" || spec.kind === "col") {
       e = h("div", { class: spec.kind === "row" ? "bl-row" : "bl-col" });
-      e.update = (s) => { e.replaceChildren(...s.children.map((c) => built[c] || build(c))); };
+      e.update = (s) => {
+        // only a changed list of children is laid out again: moving a figure or a frame out of the page and
+        // back costs a reflow (and reloads a frame) on every change otherwise
+        const key = s.children.join(" ");
+        if (e._children === key) return;
+        e._children = key;
+        e.replaceChildren(...s.children.map((c) => built[c] || build(c)));
+      };
     } else if (spec.kind === "output") {
       e = h("div", { class: "bl-out" });
       e.update = () => {};
@@ -490,11 +546,11 @@ function renderView({ model, el }, panes = {}, opts = {}) {
   }
 
   let drawing = Promise.resolve();
-  function drawLocal(answer, n) {
+  function drawLocal(answer, n, before) {
     // the browser's own answer: controls and panes drawn from it now, without waiting for the kernel
     for (const [id, spec] of Object.entries(answer.nodes || {})) {
       const e = built[id];
-      if (e) { e.update(spec); applyStyle(e, spec); }
+      if (e && spec !== (before || {})[id]) { e.update(spec); applyStyle(e, spec); }
     }
     const jobs = [];
     for (const [id, c] of Object.entries(answer.content || {})) {
@@ -506,8 +562,10 @@ function renderView({ model, el }, panes = {}, opts = {}) {
       .catch((err) => { root.dataset.error = String(err); console.error("bertlab view", err); });
   }
 
+  let shown = false;                         // false until the first draw: then `content` may be an old copy
   function syncContent() {
-    const content = model.get("content") || {};
+    const content = currentContent(model, store, shown);
+    shown = true;
     const done = model.get("done");
     const p = pending.get(done);
     if (p && p.recv === undefined) p.recv = performance.now();
@@ -551,6 +609,7 @@ function renderView({ model, el }, panes = {}, opts = {}) {
   model.on("change:nodes", onNodes);
   model.on("change:root", onNodes);
   model.on("change:content", onContent);
+  model.on("change:patch", onContent);
   model.on("change:done", onContent);
   onNodes();
   return () => {
@@ -558,6 +617,7 @@ function renderView({ model, el }, panes = {}, opts = {}) {
     model.off("change:nodes", onNodes);
     model.off("change:root", onNodes);
     model.off("change:content", onContent);
+    model.off("change:patch", onContent);
     model.off("change:done", onContent);
     for (const e of Object.values(built)) if (e._plot && G.Plotly) G.Plotly.purge(e);
   };
