@@ -290,6 +290,7 @@ class View(anywidget.AnyWidget):
 
     def _on_event(self, change) -> None:
         t0, pack0 = time.perf_counter(), _PACK_MS[0]
+        self._send_ms = 0.0
         try:
             self._handle(change["new"] or {})
         finally:
