@@ -40,8 +40,17 @@ PANES = """() => {
   for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) diff = Math.max(diff, Math.abs(drawn[i][j] - f[i * cols + j]));
   return {shape: z.shape, rows, cols, diff, title: out.layout.title.text, sentTitle: sent.layout.title.text,
           patched: st.patch ? Object.keys(st.patch.panes) : [], pane: out.dataset.id,
-          panes: Object.keys(st.content).filter(k => !st.content[k].gone),
+          panes: Object.keys(st.content).filter(k => !st.content[k].gone), plots: out._plots || 0,
           last: globalThis.__bertlab.latencies.slice(-1)[0]};
+}"""
+
+
+# count plotly's draws of the heatmap from now on
+COUNT_DRAWS = """() => {
+  const out = [...document.querySelectorAll('.bl-out')].find(o => o._fullData && o.data[0].type === 'heatmap'
+                                                                   && o.layout.title.text.includes('where'));
+  out._plots = 0;
+  if (!out._counting) { out._counting = true; out.on('plotly_afterplot', () => { out._plots += 1; }); }
 }"""
 
 
@@ -71,6 +80,7 @@ def test_the_attention_view_answers_layer_changes_in_the_page_with_python_s_figu
              "the heatmap and the grid drawn")
         view = page.locator(".bl-view").first
         slider = view.locator("input[type=range]").first              # the layer slider
+        page.evaluate(COUNT_DRAWS)
         for key in ("ArrowRight", "ArrowLeft", "ArrowRight"):
             before = view.evaluate("v => v.dataset.done")
             slider.focus()
@@ -81,8 +91,12 @@ def test_the_attention_view_answers_layer_changes_in_the_page_with_python_s_figu
             assert seen["last"]["local"], seen["last"]
             assert seen["shape"] == f"{seen['rows']},{seen['cols']}" and seen["diff"] < 1e-6, seen
             assert seen["title"] == seen["sentTitle"]
-            # only the heatmap travelled back: the grid (every head, unchanged) was not sent again
+            # only the heatmap travelled back: the grid (every head, unchanged) was not sent again; and the
+            # heatmap was drawn once, by the page: Python's answer (the same figure) is not drawn over it
             assert seen["patched"] == [seen["pane"]] and len(seen["panes"]) == 2, seen
+            page.wait_for_timeout(300)
+            assert page.evaluate(PANES)["plots"] == 1, "the heatmap was drawn more than once for one change"
+            page.evaluate(COUNT_DRAWS)
         # a new text needs the model: Python answers it, and both panes come back new
         text = view.locator("input[type=text]").first
         before = view.evaluate("v => v.dataset.done")
