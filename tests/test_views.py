@@ -150,6 +150,12 @@ def test_an_unchanged_control_setting_is_not_sent_again():
     slider.layout.display = "none"
     slider.layout.display = "none"
     assert len([m for m in sent if "nodes" in m["state"]]) == 2
+    choice = W.Dropdown(options=["a", "b"], description="pick")
+    choice.tooltips = np.array(["one", "two"])                     # an array compares elementwise: still taken
+    choice.tooltips = np.array(["one", "two"])
+    assert list(choice.tooltips) == ["one", "two"]
+    # the page keeps one store of a view's panes, under the widget's own model id (no new randomness)
+    assert view.uid == view.model_id
 
 
 def test_events_are_not_echoed_and_each_is_timed():

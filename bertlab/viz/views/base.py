@@ -54,7 +54,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import secrets
 import time
 from collections import deque
 from functools import lru_cache
@@ -230,7 +229,7 @@ class View(anywidget.AnyWidget):
         if not isinstance(root, C.Element):
             raise ValueError(f"a view's root is a row or control from bertlab.viz.views.controls, "
                              f"got {type(root).__name__}")
-        super().__init__(_esm=esm(module), module=module, uid=secrets.token_hex(8), **kwargs)
+        super().__init__(_esm=esm(module), module=module, **kwargs)
         self.elements: dict[str, C.Element] = {}
         self._rev = 0
         self._batch: dict | None = None
@@ -239,6 +238,8 @@ class View(anywidget.AnyWidget):
         with self.hold_sync():
             self._adopt(root)
             self.root = root.id
+            # the widget's own model id (unique on a page, and already in any saved state): no new randomness
+            self.uid = self.model_id or ""
         self.observe(self._on_event, names="event")
         self.observe(self._on_plotly_wanted, names="plotly_wanted")
 
