@@ -13,11 +13,19 @@ What travels, and how
 - `content`: each `Output` pane's figure (plotly JSON) or HTML, with a revision number so the module redraws
   only what changed. Every numeric array in a figure (a heatmap's `z`, an attention row) goes as a binary
   buffer, in plotly.js's own typed-array form `{dtype, shape, bdata}` with `bdata` a buffer, not JSON numbers.
+- `patch`: what a person's change altered, and nothing else: `{n, panes: {id: {rev, ...} | {rev, gone}}}`.
+  While Python answers an `event`, `content` is not sent (`_should_send_property`); the page merges the
+  patch into the `content` it has, by revision (runtime.js `currentContent`, one store a view, keyed by
+  `uid`, the widget's model id). A change made from Python (a cell, or nbclient executing a notebook for the
+  book) sends the whole `content`, so a saved widget state is always complete.
 - `event`: the browser's only message back: `{id, value}` (or `{id, click}`) when a person moves a control.
   Python applies it exactly as `control.value = value` (or `button.click()`), so a test that sets a value
-  from Python drives the view the way a person does, and reads the result back synchronously.
+  from Python drives the view the way a person does, and reads the result back synchronously. It is not
+  echoed back to the page. A module may also answer a change itself from what it already has (the
+  attention view's `offline`, passed to `renderView` as `local`): drawn at once, while Python computes the
+  same answer for Python's readers.
 - `done`: the number of the last event handled, so the module (and the bench) knows when its redraw is the
-  answer to a person's change.
+  answer to a person's change. `View.timings` keeps the last events' handling times (bench/widgets.py).
 - plotly.js (4.8 MB, from the installed plotly package: `plotly/package_data/plotly.min.js`, MIT, its version
   in `PLOTLY_VERSION`) goes **once per page**, not once per widget: the first view on a page that finds no
   `globalThis.__bertlab.Plotly` sets `plotly_wanted`; Python answers on that one view with `plotly_js`
