@@ -311,6 +311,9 @@ def parse_args(argv=None):
     p.add_argument("--baseline", default=None, metavar="REV",
                    help="with --browser: also measure bertlab as of this git commit (git archive), in turns with "
                         "this checkout, view by view")
+    p.add_argument("--no-local-baseline", action="store_true",
+                   help="with --baseline: the baseline's page does not answer changes itself (runtime.js local "
+                        "answers off), to measure what they save on the same code")
     return p.parse_args(argv)
 
 
@@ -336,7 +339,8 @@ def browser_main(args) -> int:
     C.log(C.machine_header(info))
     try:
         rows = widgets_browser.run(interactions=args.interactions, log=C.log, baseline=baseline,
-                                   only=set(args.widgets.split(",")) if args.widgets else None)
+                                   only=set(args.widgets.split(",")) if args.widgets else None,
+                                   baseline_local=not args.no_local_baseline)
     finally:
         if baseline:
             shutil.rmtree(baseline, ignore_errors=True)

@@ -108,7 +108,7 @@ def _q(xs: list[float], f: float) -> float:
 class _Lab:
     """One JupyterLab server (its kernel importing bertlab from `src`), one page of the bench notebook in it."""
 
-    def __init__(self, label: str, src: Path, notebook, browser, log):
+    def __init__(self, label: str, src: Path, notebook, browser, log, local: bool = True):
         self.label, self.log = label, log
         self.base = Path(tempfile.mkdtemp(prefix=f"bertlab-bench-{label}-"))
         nbformat.write(notebook, self.base / "bench.ipynb")
@@ -135,6 +135,9 @@ class _Lab:
                 time.sleep(0.25)
         # a context of its own: its own renderer, so the page's CPU time is this page's alone
         self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        if not local:                            # the views' own answers in the page turned off (runtime.js)
+            self.context.add_init_script("globalThis.__bertlab = Object.assign(globalThis.__bertlab || {}, "
+                                         "{local: false});")
         self.page = page = self.context.new_page()
         port = self.port
         page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(
@@ -237,9 +240,11 @@ class _Lab:
 
 
 def run(interactions: int = 20, warmup: int = 3, chromium: str | None = None, log=print,
-        baseline: Path | None = None, only: set[str] | None = None) -> list[dict]:
+        baseline: Path | None = None, only: set[str] | None = None, baseline_local: bool = True) -> list[dict]:
     """Rows {case, tree, n, p50_ms, p95_ms, local, recv_ms, draw_ms, py_ms, pack_ms, send_ms, kernel_cpu_ms,
-    server_cpu_ms, page_cpu_ms, load}, one per view (and per tree: "this", and "baseline" when given)."""
+    server_cpu_ms, page_cpu_ms, load}, one per view (and per tree: "this", and "baseline" when given).
+    `baseline_local=False` turns the views' own answers off in the baseline's page (the same code with and
+    without them: `--baseline HEAD --no-local-baseline`)."""
     from playwright.sync_api import sync_playwright
 
     import bertlab
@@ -257,7 +262,8 @@ def run(interactions: int = 20, warmup: int = 3, chromium: str | None = None, lo
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium or shutil.which("chromium"), headless=True,
                                         args=["--no-sandbox", "--disable-gpu"])
-            labs = [_Lab(label, src, nb, browser, log) for label, src in trees]
+            labs = [_Lab(label, src, nb, browser, log, local=label == "this" or baseline_local)
+                    for label, src in trees]
             for lab in labs:
                 lab.start(len(chosen))
             for i, (name, _) in enumerate(chosen):

@@ -457,7 +457,7 @@ function renderView({ model, el }, panes = {}, opts = {}) {
     pending.set(n, p);
     lastSent = n;
     let answer = null, base = null;
-    if (opts.local && !click && remoteBusy === 0) {
+    if (opts.local && G.local !== false && !click && remoteBusy === 0) {   // a page may turn them off
       try {
         base = shadow || { nodes: model.get("nodes"), content: currentContent(model, store, true), data: model.get("data") };
         answer = opts.local(base, ev);
