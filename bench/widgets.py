@@ -311,6 +311,8 @@ def parse_args(argv=None):
     p.add_argument("--baseline", default=None, metavar="REV",
                    help="with --browser: also measure bertlab as of this git commit (git archive), in turns with "
                         "this checkout, view by view")
+    p.add_argument("--front", default="lab", choices=["lab", "nb7"],
+                   help="with --browser: JupyterLab 4 (lab, the default) or Notebook 7 (nb7)")
     p.add_argument("--no-local-baseline", action="store_true",
                    help="with --baseline: the baseline's page does not answer changes itself (runtime.js local "
                         "answers off), to measure what they save on the same code")
@@ -340,7 +342,7 @@ def browser_main(args) -> int:
     try:
         rows = widgets_browser.run(interactions=args.interactions, log=C.log, baseline=baseline,
                                    only=set(args.widgets.split(",")) if args.widgets else None,
-                                   baseline_local=not args.no_local_baseline)
+                                   baseline_local=not args.no_local_baseline, front=args.front)
     finally:
         if baseline:
             shutil.rmtree(baseline, ignore_errors=True)
@@ -352,7 +354,7 @@ def browser_main(args) -> int:
               f"{r['p95_ms']:.1f}", f"{'yes' if r['p95_ms'] <= r['target_ms'] else 'no'} (≤ {r['target_ms']:.0f})",
               f"{r['local']}/{r['n']}", r["recv_ms"], r["draw_ms"], r["py_ms"], r["kernel_cpu_ms"],
               r["server_cpu_ms"], r["page_cpu_ms"], f"{r['load']:.1f}") for r in rows]
-    print(C.machine_header(info))
+    print(C.machine_header(info) + f"; front end: {'JupyterLab 4' if args.front == 'lab' else 'Notebook 7'}")
     print(C.format_table(["view (change)", "bertlab", "p50 ms", "p95 ms", "p95 on target (ms)", "in page",
                           "recv ms", "draw ms", "python ms", "kernel CPU", "server CPU", "page CPU", "load"],
                          table, markdown=args.markdown))

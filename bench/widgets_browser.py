@@ -108,8 +108,8 @@ def _q(xs: list[float], f: float) -> float:
 class _Lab:
     """One JupyterLab server (its kernel importing bertlab from `src`), one page of the bench notebook in it."""
 
-    def __init__(self, label: str, src: Path, notebook, browser, log, local: bool = True):
-        self.label, self.log = label, log
+    def __init__(self, label: str, src: Path, notebook, browser, log, local: bool = True, front: str = "lab"):
+        self.label, self.log, self.front = label, log, front
         self.base = Path(tempfile.mkdtemp(prefix=f"bertlab-bench-{label}-"))
         nbformat.write(notebook, self.base / "bench.ipynb")
         env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"), JUPYTER_PLATFORM_DIRS="1",
@@ -119,9 +119,11 @@ class _Lab:
                          ("JUPYTER_DATA_DIR", "data"), ("IPYTHONDIR", "ipython")):
             env[var] = str(self.base / sub)
         self.port, token = _port(), os.urandom(8).hex()
-        cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip", "127.0.0.1", f"--port={self.port}",
+        # JupyterLab 4 or Notebook 7: both expose `window.jupyterapp`, whose current widget is the notebook
+        app, expose = FRONTS[front]
+        cmd = [sys.executable, "-m", app, "--no-browser", "--ip", "127.0.0.1", f"--port={self.port}",
                f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={self.base}",
-               "--LabApp.expose_app_in_browser=True"]
+               f"--{expose}.expose_app_in_browser=True"]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-root")
         self.proc = subprocess.Popen(cmd, cwd=self.base, env=env, stdout=subprocess.DEVNULL,
@@ -144,7 +146,7 @@ class _Lab:
             (f"http://127.0.0.1:{port}/", f"ws://127.0.0.1:{port}/", "data:", "blob:")) else r.abort())
         self.cdp = page.context.new_cdp_session(page)
         self.cdp.send("Performance.enable")
-        page.goto(f"{url}/lab/tree/bench.ipynb?token={token}")
+        page.goto(f"{url}/{'lab/tree' if front == 'lab' else 'notebooks'}/bench.ipynb?token={token}")
 
     def start(self, n_views: int) -> None:
         app = "window.jupyterapp && window.jupyterapp.shell.currentWidget"
@@ -217,7 +219,7 @@ class _Lab:
         ms = [x["ms"] for x in lat]
         n = max(1, len(ms))
         remote = [x for x in lat if not x.get("local")]
-        return dict(case=f"{name} ({what})", tree=self.label, n=len(ms), p50_ms=round(_q(ms, 0.5), 1),
+        return dict(case=f"{name} ({what})", tree=self.label, front=self.front, n=len(ms), p50_ms=round(_q(ms, 0.5), 1),
                     p95_ms=round(_q(ms, 0.95), 1), local=sum(1 for x in lat if x.get("local")),
                     recv_ms=_median([x["recv"] for x in remote if "recv" in x]),
                     draw_ms=_median([x["draw"] for x in lat if "draw" in x]),
@@ -239,11 +241,15 @@ class _Lab:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
+FRONTS = {"lab": ("jupyterlab", "LabApp"), "nb7": ("notebook", "JupyterNotebookApp")}
+
+
 def run(interactions: int = 20, warmup: int = 3, chromium: str | None = None, log=print,
-        baseline: Path | None = None, only: set[str] | None = None, baseline_local: bool = True) -> list[dict]:
+        baseline: Path | None = None, only: set[str] | None = None, baseline_local: bool = True,
+        front: str = "lab") -> list[dict]:
     """Rows {case, tree, n, p50_ms, p95_ms, local, recv_ms, draw_ms, py_ms, pack_ms, send_ms, kernel_cpu_ms,
     server_cpu_ms, page_cpu_ms, load}, one per view (and per tree: "this", and "baseline" when given).
-    `baseline_local=False` turns the views' own answers off in the baseline's page (the same code with and
+    `front`: "lab" (JupyterLab 4) or "nb7" (Notebook 7). `baseline_local=False` turns the views' own answers off in the baseline's page (the same code with and
     without them: `--baseline HEAD --no-local-baseline`)."""
     from playwright.sync_api import sync_playwright
 
@@ -262,7 +268,7 @@ def run(interactions: int = 20, warmup: int = 3, chromium: str | None = None, lo
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium or shutil.which("chromium"), headless=True,
                                         args=["--no-sandbox", "--disable-gpu"])
-            labs = [_Lab(label, src, nb, browser, log, local=label == "this" or baseline_local)
+            labs = [_Lab(label, src, nb, browser, log, local=label == "this" or baseline_local, front=front)
                     for label, src in trees]
             for lab in labs:
                 lab.start(len(chosen))
