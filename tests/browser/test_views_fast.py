@@ -27,7 +27,7 @@ TEXT = "The river bank was muddy after the rain, so the dog waited on the grass.
 
 # the page's store of the view's panes (runtime.js), Python's figure in it, and the heatmap as drawn
 PANES = """() => {
-  const stores = Object.values(globalThis.__bertlab.stores || {});
+  const stores = [...globalThis.__bertlab.stores.values()];
   const st = stores.find(s => s.patch) || stores[0];
   const out = [...document.querySelectorAll('.bl-out')].find(o => o._fullData && o.data[0].type === 'heatmap'
                                                                    && o.layout.title.text.includes('where'));
@@ -111,3 +111,27 @@ def test_the_attention_view_answers_layer_changes_in_the_page_with_python_s_figu
         page.context.close()
         lab.shutdown_kernels()
         print(json.dumps(seen["last"]))
+
+
+def test_the_book_shows_a_saved_view_s_content_never_its_last_patch(browser):
+    # a saved state carries the last `patch` a live page got; the book sanitises `content` only, so its
+    # runtime must draw `content` and nothing from `patch` (a hostile notebook could put anything there)
+    from ipywidgets.widgets.widget import _remove_buffers
+
+    from bertlab.viz.views import View, show_html
+    from bertlab.viz.views import controls as W
+    from bertlab.viz.views.page import embed
+    out = W.Output()
+    view = View(W.VBox([out]))
+    show_html(out, "<p>saved</p>")
+    state, paths, buffers = _remove_buffers(view.get_state())
+    state["patch"] = {"n": 1, "panes": {out.id: {"rev": 10_000, "html": "<p id='evil'>patched</p>"}}}
+    entry = {"model_name": "AnyModel", "state": state, "buffers": []}
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.set_content(f"<html><body>{embed(entry)}</body></html>")
+        page.wait_for_function("() => document.querySelector('.bl-view[data-drawn]')", timeout=30_000)
+        assert "saved" in page.inner_text(".bl-view") and not page.locator("#evil").count()
+    finally:
+        context.close()

@@ -366,10 +366,10 @@ function newer(have, entry) {
 }
 
 function paneStore(model) {
-  const uid = model.get("uid");
-  const stores = (G.stores = G.stores || {});
-  const st = (uid && stores[uid]) || { content: {}, full: undefined, patch: undefined };
-  if (uid) stores[uid] = st;
+  const uid = String(model.get("uid") || "");
+  const stores = (G.stores = G.stores instanceof Map ? G.stores : new Map());
+  const st = (uid && stores.get(uid)) || { content: {}, full: undefined, patch: undefined };
+  if (uid) stores.set(uid, st);
   return st;
 }
 
