@@ -308,23 +308,65 @@ def parse_args(argv=None):
     p.add_argument("--markdown", action="store_true", help="print the table as markdown")
     p.add_argument("--browser", action="store_true",
                    help="time in Chromium instead, change → drawn figure, in JupyterLab (bench/widgets_browser.py)")
+    p.add_argument("--baseline", default=None, metavar="REV",
+                   help="with --browser: also measure bertlab as of this git commit (git archive), in turns with "
+                        "this checkout, view by view")
+    p.add_argument("--front", default="lab", choices=["lab", "nb7"],
+                   help="with --browser: JupyterLab 4 (lab, the default) or Notebook 7 (nb7)")
+    p.add_argument("--no-local-baseline", action="store_true",
+                   help="with --baseline: the baseline's page does not answer changes itself (runtime.js local "
+                        "answers off), to measure what they save on the same code")
     return p.parse_args(argv)
+
+
+def _export(rev: str) -> Path:
+    """bertlab as of `rev`, exported with `git archive` into a temporary folder (not a worktree)."""
+    import subprocess
+    import tempfile
+    dest = Path(tempfile.mkdtemp(prefix="bertlab-baseline-"))
+    archive = subprocess.run(["git", "-C", str(HERE.parent), "archive", rev, "bertlab"], capture_output=True)
+    if archive.returncode:
+        sys.exit(f"--baseline {rev}: git archive failed: {archive.stderr.decode().strip()}")
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    return dest
+
+
+def browser_main(args) -> int:
+    """--browser: the views in Chromium, this checkout (and --baseline's), rows and a table."""
+    import shutil
+
+    import widgets_browser
+    baseline = _export(args.baseline) if args.baseline else None
+    info = C.machine_info(torch.device("cpu"))
+    C.log(C.machine_header(info))
+    try:
+        rows = widgets_browser.run(interactions=args.interactions, log=C.log, baseline=baseline,
+                                   only=set(args.widgets.split(",")) if args.widgets else None,
+                                   baseline_local=not args.no_local_baseline, front=args.front)
+    finally:
+        if baseline:
+            shutil.rmtree(baseline, ignore_errors=True)
+    targets = {"AttentionExplorer/512": 150.0}
+    for r in rows:
+        r["target_ms"] = targets.get(r["case"].split(" ")[0], TARGET_MS)
+        r["baseline_rev"] = args.baseline if r["tree"] == "baseline" else None
+    table = [(r["case"], r["tree"] if r["tree"] == "this" else f"{args.baseline}", f"{r['p50_ms']:.1f}",
+              f"{r['p95_ms']:.1f}", f"{'yes' if r['p95_ms'] <= r['target_ms'] else 'no'} (≤ {r['target_ms']:.0f})",
+              f"{r['local']}/{r['n']}", r["recv_ms"], r["draw_ms"], r["py_ms"], r["kernel_cpu_ms"],
+              r["server_cpu_ms"], r["page_cpu_ms"], f"{r['load']:.1f}") for r in rows]
+    print(C.machine_header(info) + f"; front end: {'JupyterLab 4' if args.front == 'lab' else 'Notebook 7'}")
+    print(C.format_table(["view (change)", "bertlab", "p50 ms", "p95 ms", "p95 on target (ms)", "in page",
+                          "recv ms", "draw ms", "python ms", "kernel CPU", "server CPU", "page CPU", "load"],
+                         table, markdown=args.markdown))
+    if args.json:
+        C.write_json(args.json, rows)
+    return 0
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.browser:
-        import widgets_browser
-        rows = widgets_browser.run(interactions=args.interactions, log=C.log)
-        targets = {"AttentionExplorer/512": 150.0}
-        table = [(r["case"], f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}",
-                  f"{'yes' if r['p95_ms'] <= t else 'no'} (≤ {t:.0f})")
-                 for r in rows for t in [targets.get(r["case"].split(" ")[0], TARGET_MS)]]
-        print(C.format_table(["view (change)", "p50 ms", "p95 ms", "p95 on target (ms)"], table,
-                             markdown=args.markdown))
-        if args.json:
-            C.write_json(args.json, rows)
-        return 0
+        return browser_main(args)
     if args.threads:
         torch.set_num_threads(args.threads)
     models = [m for m in args.models.split(",") if m]

@@ -40,8 +40,28 @@ EMBEDDING_PARTS = (("token", "token"), ("segment", "segment"), ("position", "pos
 def finish(fig: go.Figure, title: str, **layout) -> go.Figure:
     """Apply the shared look and a left-aligned title; `layout` may override any of LAYOUT's keys (say, the
     margin). The title starts at x = 0.01 of the figure, just clear of its edge, in every figure."""
-    fig.update_layout(**{**LAYOUT, **layout}, title=dict(text=title, x=0.01, xanchor="left"))
+    settings = {**LAYOUT, **layout}
+    if settings.get("template") == LAYOUT["template"]:
+        settings.pop("template")
+        _set_template(fig)
+    fig.update_layout(**settings, title=dict(text=title, x=0.01, xanchor="left"))
     return fig
+
+
+def _set_template(fig: go.Figure) -> None:
+    """The shared template, copied into `fig` without validating it again: plotly's own path (a name) deep-copies
+    and re-validates the whole template, ~50 ms a figure, most of a live view's time; the template was
+    validated when plotly registered it. The figure is the same (a test holds them equal)."""
+    import plotly.io as pio
+    layout = fig.layout
+    try:
+        layout._validate = False
+        layout.template = pio.templates[LAYOUT["template"]]
+    except Exception:                   # a plotly without the private switch: its own (slower) path
+        layout._validate = True
+        layout.template = LAYOUT["template"]
+    finally:
+        layout._validate = True
 
 
 def token_labels(tokens: Sequence[str]) -> list[str]:

@@ -13,11 +13,19 @@ What travels, and how
 - `content`: each `Output` pane's figure (plotly JSON) or HTML, with a revision number so the module redraws
   only what changed. Every numeric array in a figure (a heatmap's `z`, an attention row) goes as a binary
   buffer, in plotly.js's own typed-array form `{dtype, shape, bdata}` with `bdata` a buffer, not JSON numbers.
+- `patch`: what a person's change altered, and nothing else: `{n, panes: {id: {rev, ...} | {rev, gone}}}`.
+  While Python answers an `event`, `content` is not sent (`_should_send_property`); the page merges the
+  patch into the `content` it has, by revision (runtime.js `currentContent`, one store a view, keyed by
+  `uid`, the widget's model id). A change made from Python (a cell, or nbclient executing a notebook for the
+  book) sends the whole `content`, so a saved widget state is always complete.
 - `event`: the browser's only message back: `{id, value}` (or `{id, click}`) when a person moves a control.
   Python applies it exactly as `control.value = value` (or `button.click()`), so a test that sets a value
-  from Python drives the view the way a person does, and reads the result back synchronously.
+  from Python drives the view the way a person does, and reads the result back synchronously. It is not
+  echoed back to the page. A module may also answer a change itself from what it already has (the
+  attention view's `offline`, passed to `renderView` as `local`): drawn at once, while Python computes the
+  same answer for Python's readers.
 - `done`: the number of the last event handled, so the module (and the bench) knows when its redraw is the
-  answer to a person's change.
+  answer to a person's change. `View.timings` keeps the last events' handling times (bench/widgets.py).
 - plotly.js (4.8 MB, from the installed plotly package: `plotly/package_data/plotly.min.js`, MIT, its version
   in `PLOTLY_VERSION`) goes **once per page**, not once per widget: the first view on a page that finds no
   `globalThis.__bertlab.Plotly` sets `plotly_wanted`; Python answers on that one view with `plotly_js`
@@ -54,6 +62,8 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import time
+from collections import deque
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -165,11 +175,17 @@ def pack_figure(fig) -> dict:
     return _pack({"data": list(fig._data), "layout": fig._layout})
 
 
+_PACK_MS = [0.0]                                # time spent in pack_figure by show_figure (View.timings)
+
+
 def show_figure(out: C.Output, fig) -> None:
     """Show `fig` in the pane `out` (None empties it). `out.figure` is then `fig`, as the browser draws it."""
     object.__setattr__(out, "figure", fig)
     object.__setattr__(out, "html", None)
-    out._set_content(None if fig is None else {"figure": pack_figure(fig)})
+    t0 = time.perf_counter()
+    packed = None if fig is None else {"figure": pack_figure(fig)}
+    _PACK_MS[0] += (time.perf_counter() - t0) * 1e3
+    out._set_content(packed)
 
 
 def show_html(out: C.Output, markup: str | None, plain: str = "") -> None:
@@ -204,11 +220,16 @@ class View(anywidget.AnyWidget):
     nodes = t.Dict({}).tag(sync=True)          # id → spec of every control, pane and row
     root = t.Unicode("").tag(sync=True)        # the id of the outermost row
     content = t.Dict({}).tag(sync=True)        # pane id → {"rev", "figure" | "html"}
-    event = t.Dict({}).tag(sync=True)          # the browser → Python: {"id", "value" | "click", "n"}
+    # the browser → Python: {"id", "value" | "click", "n"}; not echoed back (ipywidgets' echo_update would send
+    # every change straight back to the page that sent it: one message more per change, for nothing)
+    event = t.Dict({}).tag(sync=True, echo_update=False)
     done = t.Int(0).tag(sync=True)             # the n of the last event handled
     plotly_wanted = t.Bool(False).tag(sync=True)
     plotly_js = t.Bytes(b"").tag(sync=True)
     plotly_version = t.Unicode(PLOTLY_VERSION).tag(sync=True)
+    # the panes a person's change altered, sent instead of the whole `content` (see _should_send_property)
+    patch = t.Dict({}).tag(sync=True)
+    uid = t.Unicode("").tag(sync=True)         # this view, for the page's store of its panes (runtime.js)
     module = t.Unicode("view").tag(sync=True)  # which js/<module>.js draws it (for the book's runtime)
     data = t.Dict({}).tag(sync=True)           # what the module may compute from without a kernel (the book)
 
@@ -220,9 +241,13 @@ class View(anywidget.AnyWidget):
         self.elements: dict[str, C.Element] = {}
         self._rev = 0
         self._batch: dict | None = None
+        self._patching = False                  # True while Python answers a person's change (see _handle)
+        self._patch: dict = {}
         with self.hold_sync():
             self._adopt(root)
             self.root = root.id
+            # the widget's own model id (unique on a page, and already in any saved state): no new randomness
+            self.uid = self.model_id or ""
         self.observe(self._on_event, names="event")
         self.observe(self._on_plotly_wanted, names="plotly_wanted")
 
@@ -239,6 +264,8 @@ class View(anywidget.AnyWidget):
             if isinstance(e, C.Output) and e.content is not None:
                 self._rev += 1
                 content[e.id] = {"rev": self._rev, **e.content}
+                if self._patching:
+                    self._patch[e.id] = content[e.id]
             stack.extend(e.children_of())
         self.nodes, self.content = nodes, content
 
@@ -252,20 +279,61 @@ class View(anywidget.AnyWidget):
             new.pop(out.id, None)
         else:
             new[out.id] = {"rev": self._rev, **out.content}
+        if self._patching:                      # only this pane travels: {"rev", "gone"} for an emptied one
+            self._patch[out.id] = new.get(out.id) or {"rev": self._rev, "gone": True}
         self.content = new
 
+    def _should_send_property(self, key, value):
+        """While Python answers a person's change, `content` stays here: the panes that changed go as `patch`.
+
+        `content` holds every pane (a bertviz view is 0.5-1.3 MB of HTML); resending it all for one changed
+        heatmap cost the kernel, the Jupyter server and the page a JSON encode, a relay and a parse each time.
+        A change made from Python (a cell, or nbclient running a notebook for the book) still sends the whole
+        `content`, so a saved widget state is always complete; the page merges patches into it by revision."""
+        if key == "content" and getattr(self, "_patching", False):
+            return False
+        return super()._should_send_property(key, value)
+
     # -- the browser's events
+    timings: deque = deque(maxlen=2000)        # the last events handled: {view, n, handle_ms, pack_ms, send_ms}
+
     def _on_event(self, change) -> None:
-        ev = change["new"] or {}
+        t0, pack0 = time.perf_counter(), _PACK_MS[0]
+        self._send_ms = 0.0
+        try:
+            self._handle(change["new"] or {})
+        finally:
+            # the answer leaves when hold_sync ends (inside _handle): handle_ms is Python's part of a change
+            # as the page feels it, send_ms the serialising and sending within it
+            View.timings.append({"view": self.module, "n": int((change["new"] or {}).get("n") or 0),
+                                 "handle_ms": (time.perf_counter() - t0) * 1e3, "pack_ms": _PACK_MS[0] - pack0,
+                                 "send_ms": getattr(self, "_send_ms", 0.0)})
+            self._send_ms = 0.0
+
+    def send_state(self, key=None):
+        t0 = time.perf_counter()
+        try:
+            super().send_state(key)
+        finally:
+            self._send_ms = getattr(self, "_send_ms", 0.0) + (time.perf_counter() - t0) * 1e3
+
+    def _handle(self, ev: dict) -> None:
         el = self.elements.get(ev.get("id"))
         try:
             if el is None:
                 raise ValueError(f"no control {ev.get('id')!r} in this view")
             with self.hold_sync():
-                if ev.get("click"):
-                    el.click()
-                else:
-                    el._from_front(ev.get("value"))
+                self._patching, self._patch = True, {}
+                try:
+                    if ev.get("click"):
+                        el.click()
+                    else:
+                        el._from_front(ev.get("value"))
+                finally:
+                    self._patching = False
+                    if self._patch:
+                        self.patch = {"n": int(ev.get("n") or 0), "panes": self._patch}
+                    self._patch = {}
                 self.done = int(ev.get("n") or 0)
         except Exception:                       # the widget's own callbacks turn errors into messages
             logger.debug("event %r failed", ev, exc_info=True)

@@ -27,6 +27,17 @@ __all__ = ["Layout", "Element", "Text", "Textarea", "HTML", "Label", "Output", "
 _ids = itertools.count(1)
 
 
+def _differs(old, new) -> bool:
+    """Whether a setting really changed (an array, or anything that does not compare to a bool, counts as
+    changed)."""
+    if type(old) is not type(new):
+        return True
+    try:
+        return bool(old != new)
+    except Exception:
+        return True
+
+
 class Change(dict):
     """What an observer gets, as traitlets gives it: `change.new`, `change["old"]`, `change.owner`."""
     __getattr__ = dict.__getitem__
@@ -49,6 +60,8 @@ class Layout:
     def __setattr__(self, key, value):
         if key not in self._keys:
             raise AttributeError(f"Layout has no {key!r}: views lay out with {', '.join(self._keys)}")
+        if key in self._values and not _differs(self._values[key], value):
+            return                                     # unchanged: nothing to redraw
         self._values[key] = value
         if self._owner is not None:
             self._owner._push()
@@ -96,7 +109,9 @@ class Element:
         if key in type(self)._spec_keys:
             if key == "value":
                 self._set_value(value)
-            else:
+            elif key not in self._spec or _differs(self._spec[key], value):
+                # only a real change goes to the browser: a widget that sets `disabled` on every update
+                # would otherwise resend its view's controls each time
                 self._spec[key] = value
                 self._after_spec(key)
                 self._push()

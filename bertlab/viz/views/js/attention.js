@@ -10,7 +10,9 @@ export { drawFigure, renderView };
 
 export default {
   render(ctx) {
-    return renderView(ctx);
+    // layer, head, combine, words, [CLS]/[SEP] and threshold are answered here from the attention buffer
+    // Python sent with the text (`data`), the same function as in the book: no trip to the kernel
+    return renderView(ctx, {}, { local: offline });
   },
 };
 
@@ -73,6 +75,19 @@ export function attentionMap(att, shape, tokens, { layer, head, reduce, words, h
   return { tokens: toks, weights: w.map((row) => Array.from(row)), title };
 }
 
+const FLOATS = new WeakMap();              // a buffer → its float32 view, made once per text
+
+function floats(buf) {
+  const key = buf;
+  let f = FLOATS.get(key);
+  if (!f) {
+    f = buf instanceof ArrayBuffer ? new Float32Array(buf) : buf.byteOffset % 4 === 0 ? new Float32Array(buf.buffer, buf.byteOffset, buf.byteLength / 4)
+      : new Float32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength));
+    FLOATS.set(key, f);
+  }
+  return f;
+}
+
 export function offline(state, ev) {
   const d = state.data || {};
   if (!d.attentions || !d.controls) return null;
@@ -86,8 +101,7 @@ export function offline(state, ev) {
   nodes[ev.id] = spec;
   const get = (k) => nodes[ids[k]];
   const [layerMode, headMode, reduce] = d.combine[get("combine").index];
-  const buf = d.attentions.bdata;
-  const att = new Float32Array(buf.buffer, buf.byteOffset, buf.byteLength / 4);
+  const att = floats(d.attentions.bdata);
   const shape = d.attentions.shape.split(",").map(Number);
   const amap = attentionMap(att, shape, d.tokens, {
     layer: layerMode === "this" ? get("layer").value : "all", head: headMode === "this" ? get("head").value : "all",

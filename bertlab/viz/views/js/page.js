@@ -61,6 +61,9 @@
   }
 
   async function mountView(el, state, answer) {
+    // a saved state's panes are its `content` (which the book sanitised); a `patch` (what a person's last
+    // change in a live notebook altered) is not shown here
+    state.patch = {};
     const url = URL.createObjectURL(new Blob([state._esm], { type: "text/javascript" }));
     const mod = await import(url);
     URL.revokeObjectURL(url);

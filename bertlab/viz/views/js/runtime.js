@@ -355,11 +355,64 @@ CONTROLS.radio = function (spec, send) {
 };
 CONTROLS.floatslider = CONTROLS.intslider;
 
+// ---- the panes' content: the last whole `content`, with the patches since --------------------------------
+// Python sends the whole `content` when a change comes from Python (and in every saved state), and only the
+// panes a person's change altered as `patch` ({n, panes: {id: {rev, ...} | {rev, gone}}}). The page keeps one
+// store a view (by `uid`, shared by every place the view is shown) and merges by revision, so a patch seen
+// twice, or a whole content older than a patch, changes nothing.
+
+function newer(have, entry) {
+  return !have || (entry && entry.rev > have.rev);
+}
+
+function paneStore(model) {
+  const uid = String(model.get("uid") || "");
+  const stores = (G.stores = G.stores instanceof Map ? G.stores : new Map());
+  const st = (uid && stores.get(uid)) || { content: {}, full: undefined, patch: undefined };
+  if (uid) stores.set(uid, st);
+  return st;
+}
+
+function currentContent(model, st, trust) {
+  const full = model.get("content") || {};
+  if (full !== st.full) {
+    // a whole content that arrived while the view is shown (`trust`) is the newest there is: it replaces
+    // everything; one a new render of the view finds may be older than the patches merged since: by revision
+    const next = {};
+    if (trust || st.full === undefined) Object.assign(next, full);
+    else {
+      for (const [id, entry] of Object.entries(full)) next[id] = newer(st.content[id], entry) ? entry : st.content[id];
+      for (const [id, entry] of Object.entries(st.content)) if (!(id in next) && entry.rev > maxRev(full)) next[id] = entry;
+    }
+    st.content = next;
+    st.full = full;
+  }
+  const patch = model.get("patch");
+  if (patch && patch !== st.patch) {
+    for (const [id, entry] of Object.entries(patch.panes || {})) if (newer(st.content[id], entry)) st.content[id] = entry;
+    st.patch = patch;
+  }
+  const shown = {};
+  for (const [id, entry] of Object.entries(st.content)) if (entry && !entry.gone) shown[id] = entry;
+  return shown;
+}
+
+function maxRev(content) {
+  let m = 0;
+  for (const entry of Object.values(content)) if (entry && entry.rev > m) m = entry.rev;
+  return m;
+}
+
 // ---- the view ---------------------------------------------------------------------------------------------
 
 // Render a view over `model` into `el`. `panes` (optional): pane kind → async draw(el, content, ctx), for a
-// view module that draws something besides plotly figures and HTML.
-function renderView({ model, el }, panes = {}) {
+// view module that draws something besides plotly figures and HTML. `opts.local` (optional): a function
+// (state, event) → {nodes, content} | null that answers a person's change in the browser from what the view
+// already has (the attention view: layer, head, combine, words, [CLS]/[SEP] and threshold from the attention
+// buffer in `data`, the same function the book's page uses). Its answer is drawn at once; the change still
+// goes to Python, which computes the same answer for Python's readers (`w.figure`), so nothing about reading
+// a view from Python changes. Python's answer is not drawn over a newer local one (see `stale`).
+function renderView({ model, el }, panes = {}, opts = {}) {
   ensureStyle(el);
   const root = h("div", { class: "bl-view" });
   // keys typed into a control are the control's, not a notebook's shortcuts (arrows, "a", "b", space...).
@@ -377,14 +430,49 @@ function renderView({ model, el }, panes = {}) {
   el.appendChild(root);
   const built = {};                          // id → element
   const drawnRev = {};                       // pane id → content rev drawn
-  const pending = new Map();                 // event n → time sent
+  const pending = new Map();                 // event n → {t0: sent, recv: Python's answer arrived, local}
   let alive = true;
   const viewName = model.get("module") || "view";
+  // the browser's own answers (opts.local): the state they were computed on, and how many changes that it
+  // could not answer are still waiting for Python (then the data may be stale: no local answer until done)
+  let shadow = null;
+  let remoteBusy = 0;
+  let lastSent = 0;
+  const store = paneStore(model);
+
+  const record = (n, drawnAt) => {
+    // a person's change has its answer drawn: how long it took, and where (bench/widgets.py reads these)
+    const p = pending.get(n);
+    if (!p || p.logged) return;
+    p.logged = true;
+    const ms = drawnAt - p.t0;
+    const recv = p.local ? 0 : (p.recv ?? ms) - p.t0;
+    G.latencies.push({ view: viewName, ms, recv, draw: ms - recv, local: !!p.local, compute: p.compute || 0 });
+  };
 
   const send = (id, value, click) => {
     const n = Date.now() * 1000 + Math.floor(Math.random() * 1000);
-    pending.set(n, performance.now());
-    model.set("event", click ? { id, click: true, n } : { id, value, n });
+    const ev = click ? { id, click: true, n } : { id, value, n };
+    const p = { t0: performance.now() };
+    pending.set(n, p);
+    lastSent = n;
+    let answer = null, base = null;
+    if (opts.local && G.local !== false && !click && remoteBusy === 0) {   // a page may turn them off
+      try {
+        base = shadow || { nodes: model.get("nodes"), content: currentContent(model, store, true), data: model.get("data") };
+        answer = opts.local(base, ev);
+        p.compute = performance.now() - p.t0;
+        if (answer) shadow = { ...base, ...answer };
+      } catch (err) { answer = null; console.error("bertlab view (local)", err); }
+    }
+    if (answer) {
+      p.local = true;
+      drawLocal(answer, n, base.nodes);
+    } else {
+      remoteBusy += 1;
+      p.remote = true;
+    }
+    model.set("event", ev);
     model.save_changes();
   };
 
@@ -395,7 +483,14 @@ function renderView({ model, el }, panes = {}) {
     let e;
     if (spec.kind === "row" || spec.kind === "col") {
       e = h("div", { class: spec.kind === "row" ? "bl-row" : "bl-col" });
-      e.update = (s) => { e.replaceChildren(...s.children.map((c) => built[c] || build(c))); };
+      e.update = (s) => {
+        // only a changed list of children is laid out again: moving a figure or a frame out of the page and
+        // back costs a reflow (and reloads a frame) on every change otherwise
+        const key = s.children.join(" ");
+        if (e._children === key) return;
+        e._children = key;
+        e.replaceChildren(...s.children.map((c) => built[c] || build(c)));
+      };
     } else if (spec.kind === "output") {
       e = h("div", { class: "bl-out" });
       e.update = () => {};
@@ -451,35 +546,70 @@ function renderView({ model, el }, panes = {}) {
   }
 
   let drawing = Promise.resolve();
+  function drawLocal(answer, n, before) {
+    // the browser's own answer: controls and panes drawn from it now, without waiting for the kernel
+    for (const [id, spec] of Object.entries(answer.nodes || {})) {
+      const e = built[id];
+      if (e && spec !== (before || {})[id]) { e.update(spec); applyStyle(e, spec); }
+    }
+    const jobs = [];
+    for (const [id, c] of Object.entries(answer.content || {})) {
+      if (!built[id] || drawnRev[id] === (c ? c.rev : 0)) continue;
+      drawnRev[id] = -1;                     // not Python's revision: Python's answer is drawn over it later
+      jobs.push(drawPane(id, c));
+    }
+    drawing = drawing.then(() => Promise.all(jobs)).then(() => record(n, performance.now()))
+      .catch((err) => { root.dataset.error = String(err); console.error("bertlab view", err); });
+  }
+
+  let shown = false;                         // false until the first draw: then `content` may be an old copy
   function syncContent() {
-    const content = model.get("content") || {};
+    const content = currentContent(model, store, shown);
+    shown = true;
     const done = model.get("done");
+    const p = pending.get(done);
+    if (p && p.recv === undefined) p.recv = performance.now();
+    // Python's answer to an older change, while the browser already drew a newer one of its own: keep the
+    // newer one on screen (Python's catches up with the last change, and that one is drawn)
+    const stale = done !== lastSent && pending.has(lastSent) && pending.get(lastSent).local;
+    // Python's answer to the change the browser answered last: the same figure (the same rules, a browser
+    // test holds them equal), already on screen, so it is not drawn twice; an emptied pane (an error) is
+    const same = done === lastSent && p && p.local;
     const jobs = [];
     for (const id of Object.keys(built)) {
       if (built[id].dataset.kind !== "output") continue;
       const c = content[id];
       const rev = c ? c.rev : 0;
-      if (drawnRev[id] === rev) continue;
+      if (drawnRev[id] === rev || (stale && drawnRev[id] === -1)) continue;
+      if (same && drawnRev[id] === -1 && c && c.figure) {
+        drawnRev[id] = rev;
+        built[id].dataset.rev = String(rev);
+        continue;
+      }
       drawnRev[id] = rev;
       jobs.push(drawPane(id, c));
     }
     drawing = drawing.then(() => Promise.all(jobs)).then(() => {
-      // the answer to a person's change is drawn: record how long it took (bench/widgets.py reads these)
       if (pending.has(done)) {
-        const ms = performance.now() - pending.get(done);
-        G.latencies.push({ view: viewName, ms });
-        for (const n of pending.keys()) if (n <= done) pending.delete(n);
+        record(done, performance.now());
+        for (const [n, q] of pending) {
+          if (n > done) continue;
+          if (q.remote) remoteBusy = Math.max(0, remoteBusy - 1);
+          pending.delete(n);
+        }
       }
+      if (done === lastSent) shadow = null;  // Python has caught up: its state is the browser's again
       root.dataset.done = String(done);
       root.dataset.drawn = String((+root.dataset.drawn || 0) + 1);
     }).catch((err) => { root.dataset.error = String(err); console.error("bertlab view", err); });
   }
 
-  const onNodes = () => { syncNodes(); syncContent(); };
+  const onNodes = () => { if (!shadow) syncNodes(); else if (model.get("done") === lastSent) syncNodes(); syncContent(); };
   const onContent = () => syncContent();
   model.on("change:nodes", onNodes);
   model.on("change:root", onNodes);
   model.on("change:content", onContent);
+  model.on("change:patch", onContent);
   model.on("change:done", onContent);
   onNodes();
   return () => {
@@ -487,6 +617,7 @@ function renderView({ model, el }, panes = {}) {
     model.off("change:nodes", onNodes);
     model.off("change:root", onNodes);
     model.off("change:content", onContent);
+    model.off("change:patch", onContent);
     model.off("change:done", onContent);
     for (const e of Object.values(built)) if (e._plot && G.Plotly) G.Plotly.purge(e);
   };
