@@ -33,7 +33,7 @@ def wrong_00_1():
                                                                  "MiniLM"), ("23837184", "int"),
             # the segment table and the LayerNorm are both 2 × H: the diagnosis names both, not one by chance
             (n - c.type_vocab_size * H, "segment table"), (float(n), "an int"),
-            (n - (c.vocab_size - 30_000) * H, "paper's round vocabulary")]
+            (n - (c.vocab_size - 30_000) * H, "paper's round vocabulary"), (n + H * H + H, "pooler")]
 
 
 def _attention(text="The river bank was muddy after the rain."):

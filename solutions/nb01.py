@@ -20,7 +20,9 @@ def ex_01_1():
 
 def wrong_01_1():
     n = ex_01_1()
-    return [(n - 1, "[SEP]"), (n + 1, "A's [SEP]"), (len(_tok()(A, B)), "whole pair"), (5, "words"), ("7", "int")]
+    # n + 1 is also segment A's count in this pair: the diagnosis names both readings
+    return [(n - 1, "[SEP]"), (n + 1, "A's [SEP]"), (n + 1, "that is segment A"), (len(_tok()(A, B)), "whole pair"),
+            (5, "words"), ("7", "int")]
 
 
 def ex_01_2():

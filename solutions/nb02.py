@@ -37,8 +37,11 @@ def wrong_02_1():
 
     def the_layer_itself(e, ids, types):            # the embedding layer's own forward adds the parts for you
         return e(ids, types).sum
+
+    def the_layers_output(e, ids, types):           # its whole output, unread: named as the library, not a type
+        return e(ids, types)
     return [(no_segment, "segment"), (normed, "LayerNorm"), (squeezed, "shape"), (always_a, "segment always A"),
-            ("sum", "function"), (the_layer_itself, "library's function")]
+            ("sum", "function"), (the_layer_itself, "library's function"), (the_layers_output, "library's function")]
 
 
 def ex_02_2():
@@ -76,4 +79,6 @@ def wrong_02_3():
     d, i = _distances()
     return [(1 - float(d[i]), "similarity"), (float(d[i - 1]), "[SEP]"), (ex_02_3() * 2, "factor"), ("far", "number"),
             # B's second token moves almost as far as the first [SEP]: each is named as itself
-            (float(d[i + 1]), "second token of B"), (round(ex_02_3(), 2), "rounded further than asked")]
+            (float(d[i + 1]), "second token of B"), (round(ex_02_3(), 2), "rounded further than asked"),
+            # any other token is named as itself, not as a factor off: 'kettle' is about a third of the answer
+            (float(d[2]), "'kettle' (position 2)"), (float(d.mean()), "average over every token")]

@@ -39,7 +39,15 @@ def wrong_03_1():
     def torch_output(q, k, v):                      # the weights by hand, the output from torch's own attention
         w = (q @ k.T / math.sqrt(q.shape[-1])).softmax(-1)
         return w, torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    def keys_first(q, k, v):                        # k @ q.T: row i is key i against every query
+        w = (k @ q.T / math.sqrt(q.shape[-1])).softmax(-1)
+        return w, w @ v
+
+    def by_length(q, k, v):                         # √T (the number of keys) for √d_k
+        w = (q @ k.T / math.sqrt(k.shape[0])).softmax(-1)
+        return w, w @ v
     return [(unscaled, "1/√d_k"), (by_d, "by d_k"), (columns, "wrong dimension"), (only_weights, "two tensors"),
+            (keys_first, "keys against queries"), (by_length, "number of keys"),
             (torch_output, "library's function"),
             (torch.nn.functional.scaled_dot_product_attention, "library's function")]
 

@@ -21,7 +21,9 @@ def ex_06_1():
 def wrong_06_1():
     return [(1e-3, "the peak"), (1e-3 * 75 / 150, "decay from step 0"), (1e-4 * 75 / 135, "the paper's peak"),
             (2 * lr_at(75, 150, 15, 1e-3), "factor of 2"), ("5e-4", "a number"),
-            (float(f"{lr_at(75, 150, 15, 1e-3):.1e}"), "rounded further than asked")]
+            (float(f"{lr_at(75, 150, 15, 1e-3):.1e}"), "rounded further than asked"),
+            (math.trunc(lr_at(75, 150, 15, 1e-3) * 1e6) / 1e6, "cut off after three significant figures"),
+            (5.58e-4, "linear from the peak"), (5.54e-4, "linear from the peak")]   # within 0.5 %, wrong at 3 s.f.
 
 
 def ex_06_2():

@@ -66,6 +66,10 @@ def _(answer):
     if answer in (truth - (base["token"] - 30_000 * 768), truth - (base["token"] - 30_000 * 768) - base["LayerNorm"]):
         return wrong("that counts the paper's round 30,000 WordPieces; BERT-base's released vocabulary, the one "
                      "in BertConfig.preset('base'), has a few hundred more rows", kind="the paper's round vocabulary")
+    H = BertConfig.preset("base").hidden_size
+    if answer == truth + H * H + H:
+        return wrong("that adds the pooler (an H × H layer and its bias), which reads the last layer's [CLS]; the "
+                     "embedding block ends at the LayerNorm after the sum", kind="counted the pooler")
     kind = ratio_kind(answer, truth)
     if kind:
         return wrong("check the table sizes: rows × hidden size, for each table", kind=kind)

@@ -34,7 +34,10 @@ def _(answer):
     if answer == b - 1:
         return wrong("you left out a special token: the final [SEP] belongs to segment B", kind="left out B's [SEP]")
     if answer == b + 1:
-        return wrong("the first [SEP] closes segment A and gets token_type_id 0", kind="counted A's [SEP] for B")
+        # in this pair A ([CLS], 6 pieces, [SEP]) is exactly one longer than B: the count fits both mistakes
+        also = ("; or, if you counted the 0s, that is segment A, and the question asks for B (type 1)"
+                if answer == a else "")
+        return wrong("the first [SEP] closes segment A and gets token_type_id 0" + also, kind="counted A's [SEP] for B")
     if answer == a or answer == a - 2:
         return wrong("that is segment A (type 0); the question asks for B (type 1)", kind="the wrong segment")
     if answer == len(enc):

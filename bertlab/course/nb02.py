@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .answers import method_calls, nearest, rounded_message, to_decimals, truncated_message
+from .answers import _places, method_calls, nearest, rounded_message, to_decimals, truncated_message
 from .registry import as_number, exercise, loaded, not_a, ratio_kind, right, run_learner, wrong
 
 _INPUTS = (("The kettle began to whistle.", "She poured the tea."), ("We pitched the tent.", None),
@@ -40,14 +40,14 @@ def _(answer):
             ids, types = enc["input_ids"], enc["token_type_ids"]                   # (1, T)
             with torch.no_grad(), method_calls(type(emb), "forward") as ran:
                 got, bad = run_learner(answer, emb, ids, types)
-            if bad:
-                return bad
-            if ran:
+            if ran:                             # before `bad`: handing back the layer's own output is unreadable too
                 # the layer's own forward adds the parts (and keeps them as out.embeddings.sum): handing its
                 # result back is the library doing the exercise, whatever the function does around it
                 return wrong("your function calls the embedding layer itself (embeddings(...)), which adds the "
                              "parts for you: look up the three rows in its tables and add them yourself",
                              kind="the library's function")
+            if bad:
+                return bad
             with torch.no_grad():
                 parts = bert(**enc).embeddings
             where = f" ({name}, {a!r}" + (" + B)" if b else ")")
@@ -128,7 +128,7 @@ def _moves():
         real = bert(**enc).last_hidden_state[0]                                        # (T, H)
         zeros = bert(enc["input_ids"], torch.zeros_like(enc["token_type_ids"])).last_hidden_state[0]
     first_b = list(enc.token_type_ids).index(1)
-    return 1 - F.cosine_similarity(real, zeros, dim=-1), first_b
+    return 1 - F.cosine_similarity(real, zeros, dim=-1), first_b, enc.tokens
 
 
 @exercise("02.3", "All-zero segment ids: how far does B's first token move?", difficulty=2, importance=1,
@@ -146,7 +146,7 @@ def _(answer):
     value = as_number(answer)
     if value is None:
         return not_a(answer, float, what="a number (a cosine distance)")
-    moves, i = _moves()
+    moves, i, tokens = _moves()
     truth = float(moves[i])
     said = to_decimals(value, truth, 3)
     if said == "rounded":
@@ -161,7 +161,18 @@ def _(answer):
                              "similarity, not distance")]
                     + [(float(moves[j]), f"that is the distance at {what}: take the first token of B", "the wrong token")
                        for j, what in ((i - 1, "the first [SEP], which belongs to A"), (i + 1, "the second token of B"),
-                                       (0, "[CLS]"))], 0.0005)
+                                       (0, "[CLS]"))]
+                    + [(float(moves.mean()), "that is the average over every token: take B's first token alone",
+                        "averaged over the tokens")], 0.0005)
+    if not found:
+        # any other token: name the one it is (its word and position, not the answer), rather than a ratio
+        found = nearest(value, [(float(moves[j]), f"that is the distance at '{tokens[j]}' (position {j}): take the "
+                                 "first token of B, just after the first [SEP]", "the wrong token")
+                                for j in range(len(tokens)) if j not in (i, i - 1, i + 1, 0)],
+                        # A's words move by nearly the same amount ('kettle' and 'to' 1e-5 apart): an answer is
+                        # matched to half a unit of its own last decimal, so a full-precision one names its one
+                        # token, and one at three decimals may fit several, which are all named
+                        max(0.5 * 10 ** -min(_places(value), 10), 1e-7))
     if found:
         return wrong(*found)
     kind = ratio_kind(value, truth)

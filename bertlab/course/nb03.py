@@ -77,6 +77,14 @@ def _(answer):
         if w.shape[0] == w.shape[1] and torch.allclose(w, (q1.double() @ k1.double().T / math.sqrt(q1.shape[-1])).softmax(0), atol=1e-5):
             return wrong(f"the softmax ran down the columns: each query's row must sum to 1 ({where})",
                          kind="softmax over the wrong dimension")
+        if w.shape[0] == w.shape[1] and torch.allclose(
+                w, (k1.double() @ q1.double().T / math.sqrt(q1.shape[-1])).softmax(-1), atol=1e-5):
+            return wrong(f"the scores are keys against queries (k @ q.T): row i must be query i against every key "
+                         f"({where})", kind="queries and keys swapped")
+        if k1.shape[0] != q1.shape[-1] and torch.allclose(
+                w, (q1.double() @ k1.double().T / math.sqrt(k1.shape[0])).softmax(-1), atol=1e-5):
+            return wrong(f"that divides by the square root of the number of keys; d_k is the head's width, "
+                         f"q.shape[-1] ({where})", kind="divided by √T")
         if torch.allclose(w, tw, atol=1e-5):
             return wrong(f"the weights are right; the output is the weights times the values ({where})",
                          kind="output wrong")

@@ -32,9 +32,15 @@ def _(answer):
     from ..pretraining.schedule import lr_at
     warmup = warmup_count(_STEPS, 0.1)                                    # the notebook's run: pretrain's default
     candidates = [lr_at(s, _STEPS, warmup, _PEAK) for s in (74, 75)]      # step 75 counted from 1 or from 0
-    if any(abs(x - c) <= 0.005 * c for c in candidates):
+    # compared at the three significant figures asked for, as a decimals question is compared at its decimals:
+    # a 0.5 % tolerance used to pass 5.54e-4 … 5.58e-4 and the cut-off 5.55e-4 for 5.5556e-4
+    said = [to_decimals(x, c, 2 - math.floor(math.log10(c))) for c in candidates]
+    if "right" in said:
         return right("past the peak and decaying: a stop and a resume land on the same line, so the resumed run "
                      "continues the schedule exactly")
+    if "truncated" in said:
+        return wrong("that is the right number with its digits cut off after three significant figures: round it to "
+                     "three significant figures instead", kind="cut off, not rounded")
     if any(abs(x - float(f"{c:.1e}")) < 1e-12 or abs(x - float(f"{c:.0e}")) < 1e-12 for c in candidates):
         return wrong("that is the right number rounded further than asked: give three significant figures",
                      kind="rounded too far")
