@@ -172,7 +172,7 @@ def test_events_are_not_echoed_and_each_is_timed():
 def test_the_shared_look_is_the_same_figure_without_re_validating_the_template():
     import plotly.io as pio
 
-    from bertlab.viz.look import LAYOUT, finish
+    from bertlab.viz.figures.look import LAYOUT, finish
     fig = finish(go.Figure(go.Heatmap(z=np.eye(2))), "t", margin=dict(l=1))
     slow = go.Figure(go.Heatmap(z=np.eye(2))).update_layout(**{**LAYOUT, "margin": dict(l=1)},
                                                            title=dict(text="t", x=0.01, xanchor="left"))
