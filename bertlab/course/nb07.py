@@ -152,12 +152,12 @@ def _(answer):
     if said == "right":
         closer = "money" if money < river else "river"
         return right(f"now compare it with the river sentences: the unclear bank sits closer to the {closer} group")
-    if other:
-        return wrong(*other)
-    if said == "rounded":
+    if said == "rounded":                                    # 0.13: the mean to two decimals, before the median's 0.131
         return wrong(rounded_message(3), kind="rounded too far")
     if said == "truncated":
         return wrong(truncated_message(3), kind="cut off, not rounded")
+    if other:
+        return wrong(*other)
     itself = float(d[-1, 6, 3:].mean())                      # columns 3 to 6: the new sentence's own 0 included
     if abs(x - itself) < 5e-4:
         return wrong("that mean has four numbers: columns 3 onwards include the new sentence itself (distance 0); "
