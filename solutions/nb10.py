@@ -48,7 +48,13 @@ def wrong_10_1():
         def fn(z, name):
             return z.mean(dim=2, keepdim=True).expand_as(z).clone()
         return fn
-    return [(zero, "zero ablation"), (wrong_axis, "the wrong axis"), (forgets_to_return, "nothing changed"),
+    def batch_mixed(head):                  # a mean over the batch as well: fine for one sentence, wrong for two
+        def fn(z, name):
+            z = z.clone()
+            z[:, head] = z[:, head].mean(dim=(0, 1), keepdim=True)
+            return z
+        return fn
+    return [(zero, "zero ablation"), (wrong_axis, "the wrong axis"), (batch_mixed, "the batch"), (forgets_to_return, "nothing changed"),
             (whole_layer, "only head"), (lambda head: 3, "not a hook"), ("mean_ablate", "function itself")]
 
 

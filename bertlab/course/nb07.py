@@ -125,8 +125,8 @@ def _(answer):
 
 @exercise("07.3", "How far is the unclear 'bank' from the money sentences at the last layer?", difficulty=2,
           importance=2, minutes=10,
-          expects="a float, to two decimals: the mean cosine distance, at the last layer, from 'bank' in 'We met at the bank.' to "
-                  "'bank' in the three money sentences",
+          expects="a float, to three decimals: the mean cosine distance, at the last layer, from 'bank' in 'We met at the bank.' "
+                  "to 'bank' in the three money sentences",
           hints=["Add the sentence as a seventh to the notebook's six and compute word_vectors(..., layer='all') "
                  "and cosine_distances again.",
                  "The new sentence is row 6 of the (L + 1, 7, 7) distances; the money sentences are columns 3, 4 and 5.",
@@ -139,14 +139,25 @@ def _(answer):
     model, tokenizer = loaded("minilm")
     d = cosine_distances(word_vectors(model, tokenizer, _BANK + [_UNCLEAR], "bank", layer="all"))   # (L+1, 7, 7)
     money, river = float(d[-1, 6, 3:6].mean()), float(d[-1, 6, 0:3].mean())
-    said = to_decimals(x, money, 2)
-    if said == "rounded":
-        return wrong(rounded_message(2), kind="rounded too far")
-    if said == "truncated":
-        return wrong(truncated_message(2), kind="cut off, not rounded")
+    # three decimals, not two: the median (0.131) and the largest (0.132) of the three money distances round to the
+    # mean's 0.13 as well, and the smallest (0.116) to a number that looks like the mean cut off
+    three = d[-1, 6, 3:6]                                     # the three money distances, last layer
+    other = nearest(x, [(float(three.median()), "that is the median of the three money distances; the question asks "
+                         "for their mean", "the median, not the mean"),
+                        (float(three.max()), "that is the largest of the three money distances; average all three",
+                         "one distance, not the mean"),
+                        (float(three.min()), "that is the smallest of the three money distances; average all three",
+                         "one distance, not the mean")], 0.001)
+    said = to_decimals(x, money, 3)
     if said == "right":
         closer = "money" if money < river else "river"
         return right(f"now compare it with the river sentences: the unclear bank sits closer to the {closer} group")
+    if said == "rounded":                                    # 0.13: the mean to two decimals, before the median's 0.131
+        return wrong(rounded_message(3), kind="rounded too far")
+    if said == "truncated":
+        return wrong(truncated_message(3), kind="cut off, not rounded")
+    if other:
+        return wrong(*other)
     itself = float(d[-1, 6, 3:].mean())                      # columns 3 to 6: the new sentence's own 0 included
     if abs(x - itself) < 5e-4:
         return wrong("that mean has four numbers: columns 3 onwards include the new sentence itself (distance 0); "

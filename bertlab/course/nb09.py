@@ -7,6 +7,8 @@ computes its answer at check time from the shipped experiment card. No answer is
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .answers import library_call
@@ -83,7 +85,8 @@ def _cells():
             (c(0.53, 0.02), c(0.50, 0.02)), (c(0.60, 0.05), c(0.50, 0.04)), (c(0.60, 0.05), c(0.50, 0.06)),
             (c(0.60, 0.0, 1), c(0.50, 0.0, 1)), (c(0.60, 0.0, 3), c(0.50, 0.01, 1)), (c(0.44, 0.059), c(0.356, 0.0)),
             (c(0.50, 0.03), c(0.53, 0.0)), (c(0.5, 0.0), c(0.5, 0.0)), (c(0.70, 0.08), c(0.50, 0.08)),
-            (c(0.50, 0.01, 2), c(0.60, 0.01, 2)), (c(0.50, 0.05), c(0.53, 0.01))]
+            (c(0.50, 0.01, 2), c(0.60, 0.01, 2)), (c(0.50, 0.05), c(0.53, 0.01)),
+            (c(0.50, 0.03), c(0.545, 0.04))]   # 0.045 apart: above the larger spread, below √(0.03² + 0.04²) = 0.05
 
 
 @exercise("09.2", "When is a difference clear of seed noise?", difficulty=1, importance=3, minutes=5,
@@ -115,6 +118,9 @@ def _(answer):
         mistakes = [  # (a wrong rule, its diagnosis, its kind)
             (lambda a, b: gap(a, b) > a["std"] + b["std"],
              "a cell with one seed has no spread: a difference against it cannot be called clear", "one seed"),
+            (lambda a, b: a["n"] > 1 and b["n"] > 1 and gap(a, b) > math.hypot(a["std"], b["std"]),
+             "that combines the spreads in quadrature, as the standard deviation of a difference would; the card's "
+             "rule adds them, which is stricter", "spreads in quadrature"),
             (lambda a, b: a["n"] > 1 and b["n"] > 1 and gap(a, b) > max(a["std"], b["std"]),
              "compare with the two spreads added, not with one of them", "one spread"),
             (lambda a, b: a["n"] > 1 and b["n"] > 1 and a["mean"] - b["mean"] > a["std"] + b["std"],

@@ -15,6 +15,8 @@ from .registry import as_number, exercise, head_pair, loaded, not_a, right, run_
 _TEXT = "She deposited her money in the [MASK] on Monday."         # the notebook's sentence
 _SAVINGS = "Tom went to the [MASK] to open a savings account."      # the notebook's second one
 _OWN = "The children built a castle of sand by the sea."            # the check's own, for 10.1
+# a second sentence of the same 13 tokens (no padding): with B = 2 a mean over the batch as well shows
+_OWN_TOO = "The farmers planted a field of corn near the hill."
 
 
 def _bank_loss(model, tokenizer, text: str, heads) -> float:
@@ -28,9 +30,9 @@ def _bank_loss(model, tokenizer, text: str, heads) -> float:
 
 
 def _run_with(model, tokenizer, layer: int, fn):
-    enc = tokenizer(_OWN)
+    batch = tokenizer.batch([_OWN, _OWN_TOO])                    # (2, 13), no padding
     with torch.no_grad(), model.bert.hooks([(f"encoder.layer.{layer}.attention.self.hook_z", fn)]):
-        return model.bert(**enc).last_hidden_state
+        return model.bert(**batch).last_hidden_state
 
 
 @exercise("10.1", "Mean ablation: replace a head's output by its average over the tokens", difficulty=2,
@@ -76,11 +78,14 @@ def _(answer):
     if torch.allclose(mine, _run_with(model, tokenizer, layer, reference(None)), atol=1e-5):
         return wrong("that zeroes the head, as the notebook's zero_head does; mean ablation puts in its average "
                      "over the tokens instead", kind="zero ablation")
+    if torch.allclose(mine, _run_with(model, tokenizer, layer, reference((0, 1))), atol=1e-5):
+        return wrong("that averages over the sentences of the batch too: each sentence's head output should be its own "
+                     "mean over its own tokens", kind="the batch mixed in")
     if torch.allclose(mine, _run_with(model, tokenizer, layer, reference(2)), atol=1e-5):
         return wrong("that averages over head_dim, the features of the vector; average over the tokens",
                      kind="the wrong axis")
     with torch.no_grad():
-        clean = model.bert(**tokenizer(_OWN)).last_hidden_state
+        clean = model.bert(**tokenizer.batch([_OWN, _OWN_TOO])).last_hidden_state
     if torch.allclose(mine, clean, atol=1e-6):
         return wrong("the output is unchanged: return the changed z from your hook", kind="nothing changed")
     return wrong("only head `head` should change, and it should hold its mean over the token axis at every position",
