@@ -261,3 +261,15 @@ def test_a_slider_with_more_values_than_a_float_counts_saves_one_answer():
     # (max - min) / step overflowed to inf and int() of it was a raw OverflowError
     w = interact(lambda a: str(a), a=W.FloatSlider(min=0, max=1e300, step=1e-300))
     assert w.saved == 1 and w.error is None
+
+
+@pytest.mark.parametrize("make", [lambda: W.IntSlider(max=5), lambda: W.FloatSlider(max=5.0)])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_a_slider_set_to_nan_or_inf_is_refused_and_the_function_keeps_its_value(make, bad):
+    # an IntSlider said only "cannot convert float NaN to integer"; a FloatSlider took nan and passed it on
+    slider = make()
+    w = interact(lambda a: repr(a), a=slider)
+    before = w.text
+    with pytest.raises(ValueError, match=r"a takes a finite number from 0(\.0)? to 5(\.0)?, got (nan|-?inf)"):
+        w.controls["a"].value = bad
+    assert w.text == before and w.values["a"] == slider.value
