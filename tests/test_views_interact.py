@@ -255,6 +255,8 @@ def test_a_tuple_of_numbers_is_a_slider_as_in_ipywidgets():
                           ((0, float("inf")), "must be finite numbers")]:
         with pytest.raises(ValueError, match=message):
             interact(lambda n: str(n), n=spec)
+    with pytest.raises(ValueError, match="'n' is a slider from 5 to 0: its max is below its min; swap them"):
+        interact(lambda n: str(n), n=W.IntSlider(min=5, max=0))      # a slider whose every value was 0
 
 
 def test_a_slider_with_more_values_than_a_float_counts_saves_one_answer():

@@ -61,6 +61,8 @@ def _control(name: str, spec) -> C.Element:
             raise ValueError(f"the control for {name!r} is already part of another view: make a new one")
         if not spec.description:
             spec.description = name
+        if isinstance(spec, C.IntSlider) and spec.max < spec.min:     # it would pin every value to max, silently
+            raise ValueError(f"{name!r} is a slider from {spec.min} to {spec.max}: its max is below its min; swap them")
         if isinstance(spec, C._Selection):
             if not spec.values:
                 raise ValueError(f"{name!r} has no options: give at least one")
