@@ -39,8 +39,13 @@ def refuse_link(path: Path, what: str, folder_ok: bool = False) -> None:
     path = Path(path)
     try:
         st = os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):    # nothing there (a part of the path is a file): no link
         return
+    except ValueError:                                  # os.lstat's own "embedded null byte"
+        raise ValueError(f"{str(path)!r} has a NUL character (\\x00) in it, which no file name can hold: "
+                         f"{what} needs a path without one") from None
+    except OSError as e:                                # a name too long, a folder you may not read, a loop
+        raise OSError(e.errno, f"{what} cannot be at {_short(path)}: {e.strerror}; pass another path") from None
     if stat.S_ISLNK(st.st_mode):
         raise LinkRefused(f"{path} is a symbolic link (to {os.readlink(path)}): {what} must be a file of its own, "
                           "never written through a link; remove the link (a copy of a run folder is made with "
@@ -50,6 +55,12 @@ def refuse_link(path: Path, what: str, folder_ok: bool = False) -> None:
     if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
         raise LinkRefused(f"{path} is not a regular file (a FIFO, a socket or a device?): {what} must be a plain "
                           "file; remove it")
+
+
+def _short(path) -> str:
+    """A path for a message: a name too long to print whole is cut in the middle."""
+    text = str(path)
+    return text if len(text) <= 120 else f"{text[:60]}…{text[-40:]} ({len(text)} characters)"
 
 
 def path_to_write(path, what: str) -> Path:

@@ -218,3 +218,20 @@ def test_the_experiment_modules_import_each_other_without_a_circle():
         return any(m == goal or (m not in seen and reaches(m, goal, (*seen, m))) for m in graph.get(start, ()))
     assert not [m for m in graph if m != "__init__" and reaches(m, m)], graph
     assert "grid" not in graph["cards"] and "replay" not in graph["cards"]
+
+
+def test_a_card_cannot_hide_a_number_by_dropping_it_or_naming_it_a_timing(tmp_path):
+    # replay compared only the names the card kept, and never one named `..._s`: an edited card that dropped
+    # w0, or renamed it w0_s with any value, still "agreed" on the numbers left
+    bertlab.experiment(toy_run, {"timed": {"lr": 0.1, "timed": True}}, seeds=[0], out=tmp_path)
+    card = read_card(tmp_path / "card.json")
+    clean = json.loads(json.dumps(card))
+    value = card["rows"][0]["result"].pop("w0")
+    [report] = replay(card, allow=["testkit"])
+    assert not report["agree"] and report["differences"] == {"w0": (None, value)}
+    card["rows"][0]["result"]["w0_s"] = 123.0
+    [report] = replay(card, allow=["testkit"])
+    assert not report["agree"] and set(report["differences"]) == {"w0", "w0_s"}
+    del clean["rows"][0]["result"]["train_s"]            # a timing the run makes is missing from the card
+    [report] = replay(clean, allow=["testkit"])
+    assert not report["agree"] and list(report["differences"]) == ["train_s"]

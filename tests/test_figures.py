@@ -493,6 +493,15 @@ def test_lr_schedule_refuses_bad_input_and_says_warmup_is_a_share(bad, words):
         viz.lr_schedule(*bad)
 
 
+def test_lr_schedule_takes_numpy_numbers_as_python_ones():
+    # np.float32(1e-4) (a peak read from an array) was refused as "not a positive learning rate"
+    ref = viz.lr_schedule(100, 0.1, 1e-4).data[0].y
+    for args in [(np.int64(100), np.float64(0.1), np.float32(1e-4)), (100, 0.1, np.float64(1e-4))]:
+        np.testing.assert_allclose(viz.lr_schedule(*args).data[0].y, ref, rtol=1e-6)
+    with pytest.raises(ValueError, match="peak must be a positive learning rate"):
+        viz.lr_schedule(100, 0.1, np.float32("nan"))
+
+
 def test_head_importance_figure_is_the_scores():
     from dataclasses import dataclass
 

@@ -143,15 +143,19 @@ def test_a_diverged_loss_stops_and_writes_nothing(tmp_path, previous, capsys):
     assert snapshot(previous) == before
 
 
-@pytest.mark.parametrize("args, words", [(["--steps", "0"], "steps=0 is out of range"),
-                                         (["--lr", "nan"], "lr=nan"), (["--batch-size", "-2"], "batch_size=-2"),
-                                         (["--eval-every", "0"], "eval_every=0"), (["--device", "tpu"], "tpu"),
-                                         (["--max-length", "2"], "max_length=2"), (["--warmup", "1"], "warmup=1.0"),
-                                         (["--clip", "-1"], "clip=-1.0"),
-                                         (["--weight-decay", "-0.5"], "weight_decay=-0.5 is out of range"),
-                                         (["--eps", "0"], "eps=0.0 is out of range"),
-                                         (["--seed", "-3"], "seed=-3 is out of range")])
+@pytest.mark.parametrize("args, words", [(["--steps", "0"], "--steps 0 (steps=0) is out of range"),
+                                         (["--lr", "nan"], "--lr nan (lr=nan)"),
+                                         (["--batch-size", "-2"], "--batch-size -2 (batch_size=-2)"),
+                                         (["--eval-every", "0"], "--eval-every 0 (eval_every=0)"),
+                                         (["--device", "tpu"], "tpu"),
+                                         (["--max-length", "2"], "--max-length 2 (max_length=2)"),
+                                         (["--warmup", "1"], "--warmup 1.0 (warmup=1.0)"),
+                                         (["--clip", "-1"], "--clip -1.0 (clip=-1.0)"),
+                                         (["--weight-decay", "-0.5"], "--weight-decay -0.5 (weight_decay=-0.5) is out of"),
+                                         (["--eps", "0"], "--eps 0.0 (eps=0.0) is out of range"),
+                                         (["--seed", "-3"], "--seed -3 (seed=-3) is out of range")])
 def test_bad_numbers_are_one_line_before_training(tmp_path, capsys, args, words):
+    # a number out of range names its flag as pretrain's do (it said only `lr=nan`, after loading the model)
     assert finetune(tmp_path, "--out", tmp_path / "run", *args) == 2
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1, err

@@ -5,6 +5,7 @@ the comparisons it must refuse."""
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 import os
 
@@ -175,3 +176,22 @@ def test_files_with_nan_one_name_or_no_heads_are_refused(tiny, tmp_path):
         (tmp_path / "d.json").write_text(json.dumps(good | change))
         with pytest.raises(ValueError, match=needle):
             ModelDiff.load(tmp_path / "d.json")
+
+
+def test_a_file_that_is_not_a_diff_is_one_line_however_it_is_built(tmp_path, monkeypatch):
+    # thousands of nested brackets were a raw RecursionError from json; a list said "'list' object has no
+    # attribute 'get'"; a huge file was read whole before anything was checked
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="its JSON nests too deep"):
+        ModelDiff.load(deep)
+    listed = tmp_path / "list.json"
+    listed.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="holds a JSON list, not the object ModelDiff.save writes"):
+        ModelDiff.load(listed)
+    diff_module = importlib.import_module("bertlab.inside.diff")     # bertlab.inside.diff is also the function
+    monkeypatch.setattr(diff_module, "MAX_FILE_BYTES", 1024)
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"format": diff_module.FORMAT, "pad": "x" * 4096}))
+    with pytest.raises(ValueError, match=r"far more than a model-diff file \(at most 0 MiB\)"):
+        ModelDiff.load(big)

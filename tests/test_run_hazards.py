@@ -246,6 +246,8 @@ IMPOSSIBLE = [
     ("max_len", 10**9, "--max-len 1000000000"),
     ("seed", -1, "--seed -1"),
     ("log_every", 0, "--log-every 0"),
+    ("mask_mode", "foo", "--mask-mode 'foo' (mask_mode='foo') must be 'dynamic'"),   # said `mode`, after reading
+    ("mask_mode", None, "--mask-mode None"),
     ("device", "gpu", "'gpu' is not a device name torch knows: devices here: cpu"),
     ("device", "cuda:7", "devices here"),
 ]

@@ -6,6 +6,7 @@ requests and files it must refuse."""
 from __future__ import annotations
 
 import copy
+import importlib
 import os
 
 import pytest
@@ -432,3 +433,40 @@ def test_on_cuda_the_autoencoder_trains_there_and_learns_what_the_cpu_learns(tin
     assert abs(r_cuda.fvu - r_cpu.fvu) < 0.05
     steered = bertlab.steer(gpu_model, tok, on_cuda, FILL, feature=0, value=2.0)
     assert len(steered) == 5
+
+
+def test_a_file_with_an_extra_tensor_is_refused_before_any_tensor_is_read(sae, tmp_path, monkeypatch):
+    # every tensor was read into memory before its shape was checked: a file carrying a large extra tensor
+    # (or one grown past its settings) cost its whole size in memory before being refused
+    def extra(t):
+        t["junk"] = torch.zeros(1000, 1000)
+    path = _edited(sae, tmp_path, "extra.safetensors", extra)
+    import safetensors
+
+    reads = []
+    real = safetensors.safe_open
+
+    class Counting:
+        def __init__(self, *a, **k):
+            self.f = real(*a, **k)
+
+        def __enter__(self):
+            self.f.__enter__()
+            return self
+
+        def __exit__(self, *a):
+            return self.f.__exit__(*a)
+
+        def get_tensor(self, name):
+            reads.append(name)
+            return self.f.get_tensor(name)
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+    sae_module = importlib.import_module("bertlab.inside.sae")
+    monkeypatch.setattr(sae_module, "safe_open", Counting)
+    with pytest.raises(ValueError, match=r"holds tensors .*'junk': \(1000, 1000\).* the file is damaged or was edited"):
+        SparseAutoencoder.load(path)
+    assert reads == []
+    assert SparseAutoencoder.load(sae.save(tmp_path / "fine.safetensors")).width == sae.width    # a good file reads
+    assert sorted(reads) == sorted(sae.state_dict())

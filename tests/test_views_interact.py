@@ -240,3 +240,38 @@ def test_no_notebook_builds_its_own_ipywidgets_output_cell():
                     "import ipywidgets", "from ipywidgets", "interactive(", "interactive_output(", "Output(")):
                 found.append(f"{path.name} cell {i}")
     assert not found, f"move these cells onto bertlab.viz.interact: {found}"
+
+
+def test_a_tuple_of_numbers_is_a_slider_as_in_ipywidgets():
+    # an ipywidgets user writes layer=(0, 5): a menu of the two ends was a wrong result, silently
+    w = interact(lambda n: str(n), n=(0, 10))
+    assert isinstance(w.controls["n"], W.IntSlider) and (w.controls["n"].min, w.controls["n"].max) == (0, 10)
+    assert w.text == "5" and w.saved == 11
+    w = interact(lambda n: f"{n:.1f}", n=(0.0, 1.0))
+    assert isinstance(w.controls["n"], W.FloatSlider) and w.text == "0.5"
+    assert interact(lambda n: str(n), n=(0, 10, 5)).saved == 3
+    assert isinstance(interact(lambda n: n, n=("a", "b")).controls["n"], W.Dropdown)   # not numbers: a menu
+    for spec, message in [((5, 0), r"max below min: give \(0, 5\)"), ((0, 1, 0), "step 0 must be above 0"),
+                          ((0, float("inf")), "must be finite numbers")]:
+        with pytest.raises(ValueError, match=message):
+            interact(lambda n: str(n), n=spec)
+    with pytest.raises(ValueError, match="'n' is a slider from 5 to 0: its max is below its min; swap them"):
+        interact(lambda n: str(n), n=W.IntSlider(min=5, max=0))      # a slider whose every value was 0
+
+
+def test_a_slider_with_more_values_than_a_float_counts_saves_one_answer():
+    # (max - min) / step overflowed to inf and int() of it was a raw OverflowError
+    w = interact(lambda a: str(a), a=W.FloatSlider(min=0, max=1e300, step=1e-300))
+    assert w.saved == 1 and w.error is None
+
+
+@pytest.mark.parametrize("make", [lambda: W.IntSlider(max=5), lambda: W.FloatSlider(max=5.0)])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_a_slider_set_to_nan_or_inf_is_refused_and_the_function_keeps_its_value(make, bad):
+    # an IntSlider said only "cannot convert float NaN to integer"; a FloatSlider took nan and passed it on
+    slider = make()
+    w = interact(lambda a: repr(a), a=slider)
+    before = w.text
+    with pytest.raises(ValueError, match=r"a takes a finite number from 0(\.0)? to 5(\.0)?, got (nan|-?inf)"):
+        w.controls["a"].value = bad
+    assert w.text == before and w.values["a"] == slider.value

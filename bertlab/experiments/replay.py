@@ -1,8 +1,8 @@
 """`replay`: re-run rows of an experiment card and say, row by row, whether the numbers agree.
 
 Bit for bit on the same machine and thread count, else within the seed spread of the row's variant; timings
-(numbers named `..._s`, such as `train_s` or `steps_per_s`) are never compared. The
-spread is recomputed from the card's rows, never read from its stored summary (a summary can be edited to
+(numbers named `..._s`, such as `train_s` or `steps_per_s`) are never compared, though every number's name
+must be there as the run makes it (a card that drops a number, or renames it `..._s`, disagrees). The spread is recomputed from the card's rows, never read from its stored summary (a summary can be edited to
 make any row "agree"), and a row with no finite number to compare never agrees, nor does one that
 recorded a diverged (non-finite) number. The card's `run` is code: it runs only if trusted (trust.py),
 and that is decided before anything is imported.
@@ -24,13 +24,16 @@ def is_timing(name: str) -> bool:
     return name.rsplit("/", 1)[-1].endswith("_s")
 
 
+def _all_leaves(result) -> dict[str, float]:
+    """Every number of a row's result, timings too, by a path name ("pos", "300/pos", "train_s")."""
+    if isinstance(result, list):
+        return {f"{p['step']}/{k}": v for p in result for k, v in _numbers(p).items()}
+    return _numbers(result)
+
+
 def _leaves(result) -> dict[str, float]:
     """Every number of a row's result but its timings, by a path name ("pos", "300/pos")."""
-    if isinstance(result, list):
-        leaves = {f"{p['step']}/{k}": v for p in result for k, v in _numbers(p).items()}
-    else:
-        leaves = _numbers(result)
-    return {k: v for k, v in leaves.items() if not is_timing(k)}
+    return {k: v for k, v in _all_leaves(result).items() if not is_timing(k)}
 
 
 def _data_same(card: dict) -> bool | None:
@@ -100,12 +103,19 @@ def replay(card, row: int | None = None, allow=()) -> list[dict]:
                 ok = abs(x - v) <= max(2 * std, 1e-6)
             if not ok:
                 differences[k] = (v, x)
+        # the names must match too, timings' included (only their values go unchecked): else a card could drop
+        # a number the run makes, or rename it `..._s`, and replay would agree without ever comparing it
+        stored, made = _all_leaves(r["result"]), _all_leaves(fresh)
+        for k in sorted(made.keys() - stored.keys()):
+            differences[k] = (None, made[k])
+        for k in sorted(stored.keys() - made.keys()):
+            differences.setdefault(k, (stored[k], None))
         finite = [k for k, v in old.items() if math.isfinite(v)]
         reason = ("the row holds no finite number to compare" if not finite else
                   "the row recorded a number that is not finite (the run diverged): nothing to check it against"
                   if len(finite) < len(old) else None)
         reports.append({"row": i, "variant": r["variant"], "seed": r["seed"], "agree": not differences and not reason,
                         "mode": "bit-identical" if exact else "within spread", "differences": differences,
-                        "identical": all(new.get(k) == v for k, v in old.items()), "data_same": data_same,
+                        "identical": stored.keys() == made.keys() and all(new.get(k) == v for k, v in old.items()), "data_same": data_same,
                         "reason": reason})
     return reports

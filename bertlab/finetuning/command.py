@@ -30,7 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .. import files
+from .. import files, settings
 
 OUTPUTS = ("metrics.jsonl", "result.json")                  # what a fine-tuning run writes besides its model
 RUN_MARKS = ("checkpoints", "snapshots.jsonl")              # what a pre-training run writes besides those
@@ -174,13 +174,15 @@ def _run(args) -> int:
         if not value.strip():
             raise ValueError(f"{flag} is empty: pass " + ("a model name (bertlab-mini, …) or folder" if flag == "--model"
                                                           else "a folder" if flag == "--out" else "a JSONL file"))
+    given = {f.name: getattr(args, f.name) for f in dataclasses.fields(FineTuneSettings)}   # its flags (commands.py)
+    # every number in its range, said as the command line spells it (--lr nan (lr=nan)), before a file is read
+    settings.check_given(FineTuneSettings, {k: v for k, v in given.items() if k != "task"})
     out = Path(args.out)
     check_out(out, args.model, args.overwrite)
     train = read_jsonl(args.train, "--train")
     val = read_jsonl(args.val, "--val") if args.val else None
     test = read_jsonl(args.test, "--test") if args.test else None
     model, tokenizer = load(args.model, device=args.device)
-    given = {f.name: getattr(args, f.name) for f in dataclasses.fields(FineTuneSettings)}   # its flags (commands.py)
     result = prepare(model, tokenizer, train, val, **given, progress=args.progress, device=args.device)
     if test is not None:                 # the test set against the head that will be trained, before training
         checks.check_records(args.task, test, "--test")

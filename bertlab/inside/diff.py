@@ -37,6 +37,7 @@ from ..probe.running import base_model, check_pair, has_mlm_head, inference, max
 __all__ = ["ModelDiff", "LensToken", "diff"]
 
 FORMAT = "bertlab-model-diff/1"
+MAX_FILE_BYTES = 64 * 2**20    # a diff file is kilobytes; a bigger one is not ours, and is refused before it is read
 BATCH_SIZE = 16
 INPUTS = ("input_ids", "token_type_ids", "attention_mask")
 LENS_ROWS = 4096      # token states the lens reads (a seeded sample when the texts have more)
@@ -95,9 +96,15 @@ class ModelDiff:
     def load(cls, path) -> "ModelDiff":
         """Read a file written by `save`."""
         path = files.path_to_read(path, "a model-diff file", "`ModelDiff.save`")
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:               # a diff is layers × heads numbers and a few tokens: kilobytes
+            raise ValueError(f"{path} holds {size / 2**20:.0f} MiB, far more than a model-diff file (at most "
+                             f"{MAX_FILE_BYTES // 2**20} MiB): pass the file ModelDiff.save wrote")
         text = files.read_text(path, "a model-diff file")
         try:
             data = json.loads(text)
+            if not isinstance(data, dict):
+                raise ValueError(f"it holds a JSON {type(data).__name__}, not the object ModelDiff.save writes")
             if data.get("format") != FORMAT:
                 raise ValueError(f"format {data.get('format')!r}, expected {FORMAT!r}")
             att = torch.tensor(data["attention"], dtype=torch.float32)
@@ -119,6 +126,9 @@ class ModelDiff:
             if lens is not None and not all(math.isfinite(t.score) for t in lens):
                 raise ValueError("a lens score is nan or inf, which diff never writes")
             return cls(att, res, lens, int(data["n_texts"]), int(data["n_tokens"]), tuple(data["names"]), at_cls)
+        except RecursionError:                  # json's parser on thousands of nested brackets
+            raise ValueError(f"{path} is not a bertlab model-diff file (its JSON nests too deep): write it with "
+                             "ModelDiff.save") from None
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise ValueError(f"{path} is not a bertlab model-diff file ({e}): write it with ModelDiff.save") from None
 

@@ -169,10 +169,10 @@ class SparseAutoencoder(nn.Module):
     def load(cls, path) -> "SparseAutoencoder":
         """Read a file written by `save` (float16 or float32 weights; computed in float32)."""
         path = files.path_to_read(path, "an autoencoder file", "`sae.save(path)`")
-        try:
+        try:                                    # the header only: no tensor is read before it is checked
             with safe_open(str(path), framework="pt") as f:
                 meta = f.metadata() or {}
-                tensors = {k: f.get_tensor(k) for k in f.keys()}
+                shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
         except (SafetensorError, OSError, ValueError) as e:
             raise ValueError(f"{path} is not a readable autoencoder file ({e}): write it with sae.save(path)") from None
         if meta.get("format") != FORMAT:
@@ -180,7 +180,7 @@ class SparseAutoencoder(nn.Module):
                              f"{FORMAT!r}): write it with sae.save(path) from this version of bertlab")
         # the settings must describe the tensors before they size anything: an edited header could ask for GBs
         said = tuple(meta.get(k, "") for k in ("d_model", "width"))
-        found = tuple(tensors["W_dec"].shape) if "W_dec" in tensors else None
+        found = shapes.get("W_dec")
         if found is None or tuple(str(n) for n in found) != said:
             raise ValueError(f"{path}: its settings (d_model {said[0]!r}, width {said[1]!r}) do not match its decoder "
                              f"W_dec ({found or 'missing'}): the file is damaged or was edited; write it again with "
@@ -190,10 +190,14 @@ class SparseAutoencoder(nn.Module):
         except (KeyError, ValueError) as e:
             raise ValueError(f"{path} has unreadable settings ({e}): write it again with sae.save(path)") from None
         expected = {k: tuple(v.shape) for k, v in sae.state_dict().items()}
-        got = {k: tuple(v.shape) for k, v in tensors.items()}
-        if expected != got:
-            raise ValueError(f"{path} holds tensors {got}, but its settings call for {expected}: the file is "
+        if expected != shapes:                  # an extra or oversized tensor is refused unread
+            raise ValueError(f"{path} holds tensors {shapes}, but its settings call for {expected}: the file is "
                              "damaged or was edited; write it again with sae.save(path)")
+        try:
+            with safe_open(str(path), framework="pt") as f:
+                tensors = {k: f.get_tensor(k) for k in shapes}
+        except (SafetensorError, OSError, ValueError) as e:
+            raise ValueError(f"{path} is not a readable autoencoder file ({e}): write it with sae.save(path)") from None
         for k, v in tensors.items():
             if not v.is_floating_point() or not bool(torch.isfinite(v).all()):
                 what = f"{v.dtype} values" if not v.is_floating_point() else "nan or inf"

@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 # every field's range, as PretrainArgs declares it (bertlab/settings.py): the one list of what each number may be
 RANGES = settings.ranges(PretrainArgs)
+MASK_MODES = ("dynamic", "bert")         # masking.mask_tokens' `mode`
 
 
 def check_given(options: dict) -> None:
@@ -34,6 +35,10 @@ def check_given(options: dict) -> None:
     machine has, or a ValueError naming the flag, the value given and the values allowed. Called before anything
     is read, trained or loaded: the defaults are all in range, so only what was given can be wrong."""
     settings.check_given(PretrainArgs, options)
+    mode = options.get("mask_mode", "dynamic")
+    if mode not in MASK_MODES:           # masking.py says it too, but only as `mode`, once the corpus is read
+        raise ValueError(f"--mask-mode {mode!r} (mask_mode={mode!r}) must be 'dynamic' (HuggingFace/RoBERTa) or "
+                         "'bert' (Google's original)")
     if options.get("device") is not None:
         default_device(options["device"])     # a device this machine lacks: say which devices it has
 

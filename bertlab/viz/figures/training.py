@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 from typing import Iterable
 
@@ -84,8 +85,9 @@ def lr_schedule(steps: int, warmup: float, peak: float, rows: Iterable[dict] | N
                          f"count of steps: for {warmup} of {steps} steps pass warmup={warmup / steps:g}")
     check_value(PretrainArgs, "warmup", warmup, flags=False)     # a share in [0, 1), the trainer's own check
     share, warmup = warmup, warmup_count(steps, warmup)          # the share → the steps it covers
-    if isinstance(peak, bool) or not isinstance(peak, (int, float)) or not 0 < peak < math.inf:
+    if isinstance(peak, bool) or not isinstance(peak, numbers.Real) or not 0 < peak < math.inf:
         raise ValueError(f"peak must be a positive learning rate, got {peak!r}")
+    peak = float(peak)                                           # a numpy float32 (np.float32(1e-4)) is one too
     # the schedule is piecewise linear, so ~500 points plus its corners draw it exactly
     xs = set(np.linspace(0, steps, min(steps + 1, 501)).round().astype(int).tolist())
     xs |= {s for s in (warmup - 1, warmup, steps) if 0 <= s <= steps}

@@ -387,6 +387,9 @@ class IntSlider(Element):
     def _coerce(self, value):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise ValueError(f"{self.description or 'the slider'} takes a number, got {value!r}")
+        if value != value or abs(value) == float("inf"):      # int() of it was a bare error; a float one kept nan
+            raise ValueError(f"{self.description or 'the slider'} takes a finite number from {self._spec['min']} "
+                             f"to {self._spec['max']}, got {value!r}")
         value = self._cast(value)
         return min(max(value, self._spec["min"]), self._spec["max"])
 

@@ -44,10 +44,12 @@ __all__ = ["Interactive", "interact"]
 
 PRECOMPUTE = 64                 # at most this many combinations of control values are saved for the book
 MAX_BYTES = 4_000_000           # ... and at most this many bytes of answers (JSON and binary buffers)
+PRECOMPUTE_NEVER = 2**63        # the count of a slider with more values than a float can say: never enumerated
 
 _VALUED = (C.Text, C._Selection, C.Checkbox, C.IntSlider)     # the controls that carry a value
 _KINDS = ("a control from bertlab.viz.views.controls (Text, Dropdown, ToggleButtons, IntSlider, "
-          "SelectionSlider, Checkbox, ...), a str (a text box), a bool (a checkbox) or a list of options (a menu)")
+          "SelectionSlider, Checkbox, ...), a str (a text box), a bool (a checkbox), a list of options (a menu) "
+          "or a tuple (min, max[, step]) (a slider)")
 
 
 def _control(name: str, spec) -> C.Element:
@@ -59,6 +61,8 @@ def _control(name: str, spec) -> C.Element:
             raise ValueError(f"the control for {name!r} is already part of another view: make a new one")
         if not spec.description:
             spec.description = name
+        if isinstance(spec, C.IntSlider) and spec.max < spec.min:     # it would pin every value to max, silently
+            raise ValueError(f"{name!r} is a slider from {spec.min} to {spec.max}: its max is below its min; swap them")
         if isinstance(spec, C._Selection):
             if not spec.values:
                 raise ValueError(f"{name!r} has no options: give at least one")
@@ -72,11 +76,33 @@ def _control(name: str, spec) -> C.Element:
         return C.Checkbox(value=spec, description=name)
     if isinstance(spec, str):
         return C.Text(value=spec, description=name, layout={"width": "90%"})    # redrawn as one types
+    if (isinstance(spec, tuple) and 2 <= len(spec) <= 3 and all(isinstance(x, numbers.Real)
+                                                                and not isinstance(x, bool) for x in spec)):
+        return _slider(name, spec)          # ipywidgets' abbreviation: (min, max) or (min, max, step) is a slider
     if isinstance(spec, (list, tuple)):
         if not spec:
             raise ValueError(f"{name!r} has an empty list of options: give at least one")
         return C.Dropdown(options=list(spec), description=name)
     raise ValueError(f"{name!r} must be {_KINDS}, got {spec!r} ({type(spec).__name__})")
+
+
+def _slider(name: str, spec: tuple) -> C.Element:
+    """A slider for ipywidgets' `(min, max)` / `(min, max, step)`: whole numbers make an IntSlider, else a FloatSlider
+    (starting, as ipywidgets' does, at the middle of the range)."""
+    if not all(math.isfinite(x) for x in spec):
+        raise ValueError(f"{name!r}: a slider's (min, max, step) must be finite numbers, got {spec!r}")
+    lo, hi, *rest = spec
+    if hi < lo:
+        raise ValueError(f"{name!r}: (min, max) = {spec[:2]!r} has max below min: give ({hi!r}, {lo!r})")
+    if rest and rest[0] <= 0:
+        raise ValueError(f"{name!r}: the step {rest[0]!r} must be above 0")
+    if all(isinstance(x, numbers.Integral) for x in spec):
+        step = int(rest[0]) if rest else 1
+        return C.IntSlider(value=int(lo) + (int(hi) - int(lo)) // 2 // step * step, min=int(lo), max=int(hi),
+                           step=step, description=name)
+    step = float(rest[0]) if rest else (hi - lo) / 10 or 0.1
+    return C.FloatSlider(value=lo + round((hi - lo) / 2 / step) * step, min=float(lo), max=float(hi), step=step,
+                         description=name)
 
 
 def _check_signature(fn: Callable, names: list[str]) -> None:
@@ -109,7 +135,10 @@ def _count(ctrl: C.Element) -> int | None:
     if isinstance(ctrl, C.Checkbox):
         return 2
     step = ctrl.step or 1
-    return max(1, int(math.floor((ctrl.max - ctrl.min) / step + 1e-9)) + 1) if step > 0 else 1
+    if not step > 0:
+        return 1
+    span = (ctrl.max - ctrl.min) / step       # inf for a huge range in tiny steps: too many to save
+    return max(1, int(math.floor(span + 1e-9)) + 1) if math.isfinite(span) else PRECOMPUTE_NEVER
 
 
 def _choices(ctrl: C.Element) -> list | None:
@@ -330,6 +359,7 @@ def interact(fn: Callable, **controls) -> Interactive:
     """`fn` drawn live with a control per parameter: `interact(fn, text="a sentence", layer=W.IntSlider(...))`.
 
     Each keyword names a parameter of `fn` and gives its control (bertlab.viz.views.controls), or an
-    abbreviation: a str makes a text box, a bool a checkbox, a list a menu. `fn` returns a plotly figure, HTML
+    abbreviation: a str makes a text box, a bool a checkbox, a list a menu, and (as in ipywidgets) a tuple
+    `(min, max)` or `(min, max, step)` of numbers a slider (IntSlider for whole numbers). `fn` returns a plotly figure, HTML
     or text. Small enough tables of answers are saved for the book (see `Interactive`)."""
     return Interactive(fn, controls)
