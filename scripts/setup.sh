@@ -16,7 +16,9 @@ esac
 
 PY="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
+# --no-compile: pip would byte-compile every file of every package it installs (torch, transformers, JupyterLab:
+# tens of thousands, a minute or more on two cores); Python compiles what is imported, once, on first import
+pip=(.venv/bin/python -m pip --disable-pip-version-check -q --no-compile)
 
 constraints=constraints.txt
 have_torch=$(.venv/bin/python -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || true)

@@ -12,7 +12,7 @@ def test_ci_runs_exactly_the_readme_test_command_with_durations():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     command = re.search(r"```bash\n(bash scripts/setup\.sh test && [^\n]+)\n```", readme).group(1)
     assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-    assert command.endswith("python -m pytest --durations=25")           # everything (no -m), slowest listed
+    assert command.endswith("python -m pytest -n 2 --durations=25")      # everything (no -m), slowest listed
 
 
 def test_the_slow_marker_is_registered_and_bertlab_deprecations_are_errors():
@@ -27,3 +27,12 @@ def test_no_test_imports_from_scripts():
     for path in (ROOT / "tests").rglob("*.py"):
         if path.name != Path(__file__).name:
             assert not reach.search(path.read_text(encoding="utf-8")), f"{path.name} reaches into scripts/"
+
+
+def test_the_readme_fast_tier_runs_on_the_ci_commands_workers():
+    """The edit loop runs as CI does (two xdist workers, loadgroup from pyproject), so a test that only breaks
+    beside another worker shows up there first."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert '.venv/bin/python -m pytest -n 2 -m "not slow"' in readme
+    assert "--dist loadgroup" in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"pytest-xdist==' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
