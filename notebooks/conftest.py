@@ -7,7 +7,7 @@ build/executed/ (or $BERTLAB_EXECUTED_DIR; set it to an empty string to write no
 and tests/browser/test_book_in_browser.py reuse it instead of running the notebook again (bertlab/book/record.py).
 
 Under pytest-xdist (the README's test command runs two workers) every cell of a notebook runs on one worker, in
-order, with one kernel: tests/conftest.py puts a notebook's cells in one xdist group."""
+order, with one kernel: `--dist loadfile` (pyproject) sends each file whole to one worker."""
 
 import os
 import tempfile

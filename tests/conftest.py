@@ -8,15 +8,15 @@ Writing a test that stays fast (the README's "Two test tiers"):
   "bertlab-tiny", "bertlab-mini" or "minilm" from disk once per session and hands each caller its own deep
   copy, so a test that trains, hooks or edits a model takes `bundled(...)`, one that only reads may share a
   module-scoped fixture returning it;
-- something built once for many tests (a trained run, a corpus, a book): a module- or session-scoped fixture;
-  a test that takes a module-, class- or package-scoped fixture runs with the rest of its module on one
-  pytest-xdist worker (below), so the fixture is built once, not once per worker;
+- something built once for many tests (a trained run, a corpus, a book): a module- or session-scoped fixture
+  (a module runs whole on one pytest-xdist worker, below, so a module-scoped fixture is built once);
 - a test that needs seconds: `@pytest.mark.slow`, or a fixture named in SLOW_FIXTURES below.
 
 Parallel runs: the README's commands run pytest-xdist with two workers (`-n 2`) and pyproject's
-`--dist loadgroup`. Groups (`xdist_group`, set here) keep on one worker, in order: every cell of a notebook
-(one kernel), every test of a module under tests/browser (one server, one browser), and every test that shares
-a module-scoped fixture with its module. Each worker is a process of its own with its own temporary folders
+`--dist loadfile`: each file runs whole, in order, on one worker, so every cell of a notebook shares one kernel,
+a browser module its servers and browser, a module its module-scoped fixtures. (Not `loadgroup`: xdist 3.8.0
+marks groups by rewriting `item._nodeid`, which pytest 9 no longer reads, so every group is silently split.)
+Each worker is a process of its own with its own temporary folders
 (`tmp_path`), progress file (BERTLAB_PROGRESS, set below), servers on free ports (`testkit.free_port`), and
 one torch thread (two workers on two cores). The `report` fixture collects summary lines that reach the
 terminal at the end of the run from every worker.
@@ -50,34 +50,10 @@ SLOW_FIXTURES = {
 }
 
 
-# module-scoped fixtures that cost nothing to set up twice: they do not tie a module's tests to one worker
-ANY_WORKER = {"one_thread"}
-
-
-def _xdist_group(item) -> str | None:
-    """The file whose tests `item` must run beside on one xdist worker, or None where any worker will do."""
-    path = item.nodeid.split("::", 1)[0]
-    if hasattr(item, "cell") and hasattr(item.parent, "nb"):         # an nbval cell: its notebook's kernel
-        return path
-    if path.startswith("tests/browser/"):                          # the module's servers and browser
-        return path
-    info = getattr(item, "_fixtureinfo", None)
-    for name in set(getattr(item, "fixturenames", ())) - ANY_WORKER:
-        defs = info.name2fixturedefs.get(name) if info is not None else None
-        if defs and defs[-1].scope in ("module", "class", "package"):
-            return path
-    return None
-
-
-# tryfirst: xdist's worker reads the groups in its own collection_modifyitems, which would otherwise run first
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-        group = _xdist_group(item)
-        if group and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(group))
 
 
 # Under pytest-xdist each worker is one of two processes on two cores: one torch thread each (and for the

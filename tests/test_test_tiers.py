@@ -30,9 +30,9 @@ def test_no_test_imports_from_scripts():
 
 
 def test_the_readme_fast_tier_runs_on_the_ci_commands_workers():
-    """The edit loop runs as CI does (two xdist workers, loadgroup from pyproject), so a test that only breaks
+    """The edit loop runs as CI does (two xdist workers, loadfile from pyproject), so a test that only breaks
     beside another worker shows up there first."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert '.venv/bin/python -m pytest -n 2 -m "not slow"' in readme
-    assert "--dist loadgroup" in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert "--dist loadfile" in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert '"pytest-xdist==' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")

@@ -20,7 +20,7 @@ What every browser module shares lives here once (a module takes the fixtures by
   aborted and listed (`.blocked`, `.requested`), with its uncaught JavaScript errors (`.errors`);
 - `serve_folder(folder)`: a quiet static file server on 127.0.0.1 and a free port, as a context manager;
 - `stop_process(proc)`: ends a server this test started, by its PID.
-Under pytest-xdist every module here runs whole on one worker (tests/conftest.py groups it), so its servers,
+Under pytest-xdist every module here runs whole on one worker (`--dist loadfile`, pyproject), so its servers,
 ports and temporary folders are its worker's own.
 """
 
