@@ -36,3 +36,25 @@ def test_the_readme_fast_tier_runs_on_the_ci_commands_workers():
     assert '.venv/bin/python -m pytest -n 2 -m "not slow"' in readme
     assert "--dist loadfile" in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert '"pytest-xdist==' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+
+
+def test_the_book_waits_only_for_this_runs_notebooks(tmp_path, monkeypatch):
+    """tests/browser/test_book_in_browser.py reuses nbval's executed copies; under xdist nbval may still run a
+    notebook on the other worker, so the book waits for each one's `.ran` mark from this very run."""
+    from types import SimpleNamespace
+
+    from browser.conftest import wait_for_nbval
+
+    notebook = SimpleNamespace(nb=object())
+    cells = [SimpleNamespace(cell={}, parent=notebook, fspath=tmp_path / name) for name in ("a.ipynb", "b.ipynb")]
+    session = SimpleNamespace(items=[*cells, SimpleNamespace(fspath=tmp_path / "test_x.py")])
+    monkeypatch.delenv("PYTEST_XDIST_TESTRUNUID", raising=False)
+    assert wait_for_nbval(session, tmp_path, timeout_s=0) == []          # one process: nbval ran first
+    monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", "this-run")
+    assert wait_for_nbval(session, tmp_path, timeout_s=0) == ["a.ipynb", "b.ipynb"]
+    (tmp_path / ".ran").mkdir()
+    (tmp_path / ".ran" / "a.ipynb").write_text("this-run")
+    (tmp_path / ".ran" / "b.ipynb").write_text("an-earlier-run")
+    assert wait_for_nbval(session, tmp_path, timeout_s=0) == ["b.ipynb"]
+    (tmp_path / ".ran" / "b.ipynb").write_text("this-run")
+    assert wait_for_nbval(session, tmp_path, timeout_s=0) == []
