@@ -47,12 +47,16 @@ SLOW_FIXTURES = {
     "run_a": "trains the 8-step reference run (test_trainer.py)",
     "finished": "trains the reference run every damaged copy is compared with (test_bad_runs.py)",
     "minilm_probes": "trains a probe on every MiniLM layer (test_probe_layers.py)",
+    "solved": "runs the instructor pack's solution to every exercise, then checks each (test_course_answers.py)",
 }
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+        elif hasattr(item, "cell") and hasattr(item.parent, "nb"):
+            # an nbval cell outside notebooks/ (tests/browser/fixtures/gallery.ipynb): a kernel, so slow too
             item.add_marker(pytest.mark.slow)
 
 
