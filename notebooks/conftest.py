@@ -4,7 +4,10 @@ keeps a 2-core machine responsive.
 
 The outputs nbval reads are also kept: each notebook that runs without a failure is written, executed, to
 build/executed/ (or $BERTLAB_EXECUTED_DIR; set it to an empty string to write nothing), where `bertlab book`
-and tests/browser/test_book_in_browser.py reuse it instead of running the notebook again (bertlab/book/record.py)."""
+and tests/browser/test_book_in_browser.py reuse it instead of running the notebook again (bertlab/book/record.py).
+
+Under pytest-xdist (the README's test command runs two workers) every cell of a notebook runs on one worker, in
+order, with one kernel: `--dist loadfile` (pyproject) sends each file whole to one worker."""
 
 import os
 import tempfile
@@ -73,4 +76,12 @@ def pytest_runtest_makereport(item, call):
 
 def pytest_runtest_teardown(item, nextitem):
     if _is_nbval_cell(item) and (nextitem is None or nextitem.parent is not item.parent):
-        _recorder(item.parent).write(item.parent.nb, Path(EXECUTED) / Path(str(item.parent.fspath)).name)
+        name = Path(str(item.parent.fspath)).name
+        _recorder(item.parent).write(item.parent.nb, Path(EXECUTED) / name)
+        run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+        if run_id:
+            # under pytest-xdist the book's browser test may be waiting on another worker for this notebook
+            # (tests/browser/conftest.py, wait_for_nbval): it is done, with an executed copy or without one
+            ran = Path(EXECUTED) / ".ran"
+            ran.mkdir(parents=True, exist_ok=True)
+            (ran / name).write_text(run_id)

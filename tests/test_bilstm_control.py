@@ -27,6 +27,7 @@ def test_the_control_card_trained_the_ablation_cards_mlm_nsp_model():
             assert 0 <= point[probe] <= 1 and 0 <= point[probe + "+bilstm"] <= 1
 
 
+@pytest.mark.slow          # trains two probes and a BiLSTM: about a minute of CPU (profiled 2026-11-27)
 def test_a_quick_run_reads_both_probes_linearly_and_through_the_bilstm():
     (point,) = bilstm_control.run(ablations.QUICK, 0)
     assert set(point) == {"step", "fraction", "mlm_top1", "wsd_right", "wsd_right+bilstm", "next_replaced",

@@ -44,6 +44,7 @@ def notebook_09_reads(card_path, monkeypatch):
     return scope["CARD"], scope["S"], scope["BASE"]
 
 
+@pytest.mark.slow          # a study grid, sharded and merged: tens of seconds of CPU
 def test_a_sharded_ablation_study_merges_into_the_card_notebook_09_reads(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     for k in (1, 2):
@@ -64,6 +65,7 @@ def test_a_sharded_ablation_study_merges_into_the_card_notebook_09_reads(tmp_pat
         assert all(any(k.startswith(v) for k in summary) for v in group)
 
 
+@pytest.mark.slow          # a study grid, sharded and merged: tens of seconds of CPU
 def test_a_sharded_finetune_study_merges_into_the_card_notebook_08_reads(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["experiment", "finetune-quick", "--out", "one"]) == 0

@@ -11,10 +11,25 @@ notebook that only works beside the repository's other folders fails here (as it
 blob: may load; anything else is aborted and listed, and the test asserts the list is empty.
 
 Stopping: the server by its PID (SIGINT twice, which also shuts its kernels down, then SIGTERM, SIGKILL).
+
+What every browser module shares lives here once (a module takes the fixtures by name and the helpers with
+`from browser.conftest import OfflinePage, serve_folder, stop_process`):
+- `browser`: the system's headless Chromium through Playwright, one per module (Playwright's sync API allows one
+  instance at a time, and the module's servers are gone with it);
+- `OfflinePage(browser, allowed)`: a page in a context of its own whose every request outside `allowed` is
+  aborted and listed (`.blocked`, `.requested`), with its uncaught JavaScript errors (`.errors`);
+- `serve_folder(folder)`: a quiet static file server on 127.0.0.1 and a free port, as a context manager;
+- `stop_process(proc)`: ends a server this test started, by its PID.
+Under pytest-xdist every module here runs whole on one worker (`--dist loadfile`, pyproject), so its servers,
+ports and temporary folders are its worker's own.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
+import importlib.util
 import json
 import os
 import secrets
@@ -22,6 +37,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -34,6 +50,21 @@ from testkit import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
+
+
+def find_chromium() -> str | None:
+    """The system's Chromium: `BROWSER_PATH` if set (as kaleido reads it), else chromium on PATH."""
+    named = os.environ.get("BROWSER_PATH")
+    if named and Path(named).is_file():
+        return named
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+CHROMIUM = find_chromium()
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage"]
+VIEWPORT = {"width": 1280, "height": 900}
 
 # Written into the server's user-settings folder: what a person gets by default, minus what breaks a test.
 USER_SETTINGS = {
@@ -84,8 +115,9 @@ class Lab:
             return ""
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGINT twice (Jupyter's "shut down? y" prompt is skipped by the second), then SIGTERM, then SIGKILL."""
+def stop_process(proc: subprocess.Popen) -> None:
+    """SIGINT twice (Jupyter's "shut down? y" prompt is skipped by the second, and its kernels end), then
+    SIGTERM, then SIGKILL: by PID, and only the process this test started."""
     for sig, wait in ((signal.SIGINT, 0.5), (signal.SIGINT, 10), (signal.SIGTERM, 5), (signal.SIGKILL, 5)):
         if proc.poll() is not None:
             return
@@ -97,6 +129,67 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait(timeout=wait)
         except subprocess.TimeoutExpired:
             continue
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):            # one line per request would drown the test's own output
+        pass
+
+
+@contextlib.contextmanager
+def serve_folder(folder: Path):
+    """`with serve_folder(site) as url:` a static file server for `folder` on 127.0.0.1 (a free port the system
+    picks), stopped when the block ends; `url` ends with a slash."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(folder)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """The system's headless Chromium (never Playwright's own download), for this module."""
+    if importlib.util.find_spec("playwright") is None or CHROMIUM is None:
+        pytest.skip("the browser tests need Playwright and the system's Chromium (bash scripts/install_browser.sh, "
+                    "or set BROWSER_PATH)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+class OfflinePage:
+    """A page in a browser context of its own whose every request outside `allowed` (URL prefixes) is aborted
+    and listed in `.blocked`; `.requested` lists every request, `.errors` the page's uncaught JavaScript errors
+    but those `ignore(error)` accepts (a front end's own known error, say). `close()` ends the context."""
+
+    def __init__(self, browser, allowed: tuple[str, ...], ignore=None, viewport: dict = VIEWPORT):
+        self.context = browser.new_context(viewport=viewport, service_workers="block")
+        self.allowed = allowed
+        self.blocked, self.requested, self.errors = [], [], []
+
+        def route(r):
+            url = r.request.url
+            self.requested.append(url)
+            if url.startswith(allowed):
+                r.continue_()
+            else:
+                self.blocked.append(url)
+                r.abort()
+        self.context.route("**/*", route)
+        self.page = self.context.new_page()
+        self.page.on("pageerror", lambda e: None if ignore is not None and ignore(e)
+                     else self.errors.append(f"{e}: {(e.stack or '')[:400]}"))
+
+    def close(self) -> None:
+        self.context.close()
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +243,7 @@ def lab(tmp_path_factory) -> Lab:
                 time.sleep(0.25)
         yield server
     finally:
-        _stop(proc)
+        stop_process(proc)
 
 
 @dataclass
@@ -177,28 +270,33 @@ def screenshot_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("screenshots")
 
 
-# ---- a summary line per notebook at the end of the run -------------------------------------------------
+# ---- the book after nbval -------------------------------------------------------------------------------
 
-_REPORT = pytest.StashKey[list]()
+def wait_for_nbval(session, executed: Path, timeout_s: float = 1800) -> list[str]:
+    """Wait until nbval has finished every notebook this session runs (notebooks/conftest.py writes a
+    `.ran/NAME` file holding the run's id after a notebook's last cell, passed or not), so the book reuses
+    their executed copies instead of running them again. Run alone or serially there is nothing to wait for;
+    under pytest-xdist another worker may still be running some. Returns the notebooks it gave up on."""
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")
+    names = sorted({Path(str(i.fspath)).name for i in session.items if hasattr(i, "cell") and hasattr(i.parent, "nb")})
+    if not run_id or not names:
+        return []
 
+    def pending() -> list[str]:
+        out = []
+        for name in names:
+            try:
+                done = (executed / ".ran" / name).read_text() == run_id
+            except OSError:
+                done = False
+            if not done:
+                out.append(name)
+        return out
 
-class _Lines(list):
-    def __repr__(self) -> str:            # pytest prints fixture values in tracebacks: keep it short
-        return f"<{len(self)} summary lines>"
-
-
-@pytest.fixture(scope="session")
-def report(request) -> list[str]:
-    """Lines for the terminal summary: each notebook's timings, the widget it drove, its screenshots."""
-    return request.config.stash.setdefault(_REPORT, _Lines())
-
-
-def pytest_terminal_summary(terminalreporter, config):
-    lines = config.stash.get(_REPORT, [])
-    if lines:
-        terminalreporter.section("notebooks in the browser")
-        for line in lines:
-            terminalreporter.write_line(line)
+    deadline = time.monotonic() + timeout_s
+    while (left := pending()) and time.monotonic() < deadline:
+        time.sleep(2)
+    return left
 
 
 def pytest_collection_modifyitems(config, items):

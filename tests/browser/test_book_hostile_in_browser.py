@@ -8,16 +8,13 @@ Built without running anything (`execute=False`: the outputs are stored in the n
 
 from __future__ import annotations
 
-import functools
-import http.server
-import threading
 from urllib.parse import quote
 
 import pytest
 from hostile_book import ATTACKS, make_hostile_course
 
-from browser.test_book_in_browser import Visit, _Quiet
-from browser.test_notebooks_in_browser import CHROMIUM, CHROMIUM_ARGS
+from browser.conftest import serve_folder
+from browser.test_book_in_browser import Visit
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -28,26 +25,8 @@ def hostile_site(tmp_path_factory):
 
     course = make_hostile_course(tmp_path_factory.mktemp("hostile"))
     book = build(tmp_path_factory.mktemp("site") / "book", course, execute=False)
-    handler = functools.partial(_Quiet, directory=str(book.out))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield book, f"http://127.0.0.1:{httpd.server_address[1]}/"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    with serve_folder(book.out) as url:
+        yield book, url
 
 
 def poke(page) -> None:

@@ -13,15 +13,13 @@ test_notebooks_in_browser); one test also opens it from the disk (file://), as a
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
-import threading
 from pathlib import Path
 
 import pytest
 
-from browser.test_notebooks_in_browser import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, _check_bertviz
+from browser.conftest import OfflinePage, serve_folder, wait_for_nbval
+from browser.test_notebooks_in_browser import _check_bertviz
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -45,10 +43,12 @@ SEEN = """() => ({
 
 
 @pytest.fixture(scope="module")
-def course_book(tmp_path_factory):
+def course_book(tmp_path_factory, request):
     from bertlab.book import build
 
     reuse = [Path(EXECUTED)] if EXECUTED else []
+    if EXECUTED:
+        wait_for_nbval(request.session, Path(EXECUTED))    # under xdist, nbval may still run on another worker
     book = build(tmp_path_factory.mktemp("book") / "site", REPO, reuse=reuse)
     ran = {name: how for name, how in book.executed.items() if how != "reused an executed copy"}
     print(f"\n{book.summary()}\n{len(book.executed) - len(ran)} notebooks from executed copies; run here: {ran or 'none'}")
@@ -57,53 +57,16 @@ def course_book(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(course_book):
-    handler = functools.partial(_Quiet, directory=str(course_book.out))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve_folder(course_book.out) as url:
+        yield url
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-class Visit:
-    """A browser page whose every request outside `allowed` is aborted and listed, with its JS errors."""
+class Visit(OfflinePage):
+    """An offline page (browser/conftest.py) that also lists requests the route did not see, and opens a
+    page of the book by waiting for book.js to finish."""
 
     def __init__(self, browser, allowed: tuple[str, ...]):
-        self.context = browser.new_context(viewport=VIEWPORT, service_workers="block")
-        self.blocked, self.requested, self.errors = [], [], []
-        self.allowed = allowed
-
-        def route(r):
-            url = r.request.url
-            self.requested.append(url)
-            if url.startswith(allowed):
-                r.continue_()
-            else:
-                self.blocked.append(url)
-                r.abort()
-        self.context.route("**/*", route)
-        self.page = self.context.new_page()
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        super().__init__(browser, allowed)
         self.page.on("request", lambda r: None if r.url.startswith(allowed) or r.url in self.blocked
                      else self.blocked.append(r.url))
 
@@ -111,9 +74,6 @@ class Visit:
         self.page.goto(url)
         self.page.wait_for_function("window.BOOK_READY === true", timeout=120_000, polling=100)
         return self.page.evaluate(SEEN)
-
-    def close(self):
-        self.context.close()
 
 
 @pytest.fixture()

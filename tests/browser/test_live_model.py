@@ -13,12 +13,9 @@ and the raw numbers are printed; bench/live.py measures them properly.
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 import shutil
 import statistics
-import threading
 import time
 import unicodedata
 from pathlib import Path
@@ -26,7 +23,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from browser.test_notebooks_in_browser import CHROMIUM, CHROMIUM_ARGS, VIEWPORT
+from browser.conftest import OfflinePage, serve_folder
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 pytest.importorskip("onnx", reason="the in-page model is exported with torch's ONNX exporter: pip install onnx")
@@ -87,51 +84,17 @@ def site(tmp_path_factory):
     return book
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def server(site):
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(site.out)))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve_folder(site.out) as url:
+        yield url
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-class Page:
+class Page(OfflinePage):
     """A page whose every request outside the site is aborted and listed, with its JavaScript errors."""
 
     def __init__(self, browser, server: str):
-        self.context = browser.new_context(viewport=VIEWPORT, service_workers="block")
-        self.blocked, self.errors = [], []
-
-        def route(r):
-            if r.request.url.startswith((server, "data:", "blob:")):
-                r.continue_()
-            else:
-                self.blocked.append(r.request.url)
-                r.abort()
-        self.context.route("**/*", route)
-        self.page = self.context.new_page()
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        super().__init__(browser, (server, "data:", "blob:"))
 
     def open(self, url: str, wait_views: bool = True) -> float:
         """Open `url`; returns the seconds from the request to the first fillMask result."""
@@ -143,9 +106,6 @@ class Page:
         if wait_views:
             self.page.wait_for_function("document.documentElement.dataset.bertlabLive === 'ready'", timeout=120_000)
         return first
-
-    def close(self):
-        self.context.close()
 
 
 @pytest.fixture(scope="module")

@@ -32,19 +32,11 @@ from pathlib import Path
 
 import pytest
 
+from browser.conftest import CHROMIUM, CHROMIUM_ARGS, VIEWPORT
+
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(p.name for p in (REPO / "notebooks").glob("*.ipynb"))
 
-
-def find_chromium() -> str | None:
-    """The system's Chromium: `BROWSER_PATH` if set (as kaleido reads it), else chromium on PATH."""
-    named = os.environ.get("BROWSER_PATH")
-    if named and Path(named).is_file():
-        return named
-    return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-CHROMIUM = find_chromium()
 if importlib.util.find_spec("playwright") is None:
     pytest.skip("the browser test needs Playwright: pip install playwright (its browser downloads are not "
                 "needed: the system's chromium is used)", allow_module_level=True)
@@ -57,12 +49,8 @@ if importlib.util.find_spec("jupyterlab") is None:
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 RUN_TIMEOUT_MS = int(float(os.environ.get("BERTLAB_BROWSER_TIMEOUT", "120")) * 1000)
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage"]
 WIDGET_ERROR_RGB = "rgb(159, 28, 28)"     # the colour of a bertlab widget's error line (Widget.say)
 SHOT_MAX_HEIGHT = 12000                   # px: the whole-notebook screenshot stops here
-VIEWPORT = {"width": 1280, "height": 900}
 
 PANEL = "window.jupyterapp.shell.currentWidget"
 NB = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook"

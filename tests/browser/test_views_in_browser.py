@@ -26,20 +26,17 @@ from pathlib import Path
 
 import pytest
 
+from browser.conftest import CHROMIUM, OfflinePage, stop_process
 from testkit import free_port
 
 HERE = Path(__file__).resolve().parent
 GALLERY = HERE / "fixtures" / "gallery.ipynb"
 MARIMO_GALLERY = HERE / "fixtures" / "gallery_marimo.py"
-CHROMIUM = os.environ.get("BROWSER_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
 if importlib.util.find_spec("playwright") is None or CHROMIUM is None:
     pytest.skip("the views' browser tests need Playwright and the system's Chromium", allow_module_level=True)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage"]
 TIMEOUT_MS = int(float(os.environ.get("BERTLAB_BROWSER_TIMEOUT", "120")) * 1000)
 
 
@@ -49,40 +46,16 @@ def n_views() -> int:
                and not "".join(c["source"]).startswith("from "))
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+def _notebook7_own_error(e) -> bool:
+    """Notebook 7.6 with expose_app_in_browser throws "reading 'schema'" from its own settings code
+    (notebook_core.js) on every page, with or without a view: not ours, so not counted."""
+    first_frame = (e.stack or "").split("\n")[1:2]
+    return bool(first_frame and "/static/notebook/notebook_core." in first_frame[0])
 
 
-def offline_page(browser, host: str, blocked: list[str]):
+def offline_page(browser, host: str) -> OfflinePage:
     """A page whose requests may go only to `host` (the local server), data: and blob:."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
-    allowed = (f"http://{host}/", f"ws://{host}/", "data:", "blob:")
-
-    def route(r):
-        if r.request.url.startswith(allowed):
-            r.continue_()
-        else:
-            blocked.append(r.request.url)
-            r.abort()
-    context.route("**/*", route)
-    page = context.new_page()
-    errors: list[str] = []
-
-    def on_error(e) -> None:
-        # Notebook 7.6 with expose_app_in_browser throws "reading 'schema'" from its own settings code
-        # (notebook_core.js) on every page, with or without a view: not ours, so not counted
-        first_frame = (e.stack or "").split("\n")[1:2]
-        if not (first_frame and "/static/notebook/notebook_core." in first_frame[0]):
-            errors.append(f"{e}: {(e.stack or '')[:400]}")
-    page.on("pageerror", on_error)
-    return page, errors
+    return OfflinePage(browser, (f"http://{host}/", f"ws://{host}/", "data:", "blob:"), ignore=_notebook7_own_error)
 
 
 # ---- what every front end shares: wait for the views, drive each ----------------------------------------
@@ -216,8 +189,8 @@ def summary(name: str, lat: list[float]) -> str:
 def test_views_in_jupyterlab(lab, browser, report):
     shutil.copy(GALLERY, lab.root / "gallery.ipynb")
     host = lab.url.split("//", 1)[1]
-    blocked: list[str] = []
-    page, errors = offline_page(browser, host, blocked)
+    view = offline_page(browser, host)
+    page, errors, blocked = view.page, view.errors, view.blocked
     try:
         run_gallery(page, f"{lab.url}/lab/tree/gallery.ipynb?token={lab.token}")
         driven = drive_views(page, n_views())
@@ -261,7 +234,7 @@ def notebook7(tmp_path_factory):
         wait_for_http(f"{url}/api/status?token={token}", proc, log)
         yield url, token
     finally:
-        stop(proc)
+        stop_process(proc)
 
 
 def wait_for_http(url: str, proc, log: Path, seconds: float = 90) -> None:
@@ -279,26 +252,10 @@ def wait_for_http(url: str, proc, log: Path, seconds: float = 90) -> None:
             time.sleep(0.25)
 
 
-def stop(proc) -> None:
-    """SIGINT twice (Jupyter shuts its kernels down), then SIGTERM, then SIGKILL: by PID, ours only."""
-    import signal
-    for sig, wait_s in ((signal.SIGINT, 0.5), (signal.SIGINT, 10), (signal.SIGTERM, 5), (signal.SIGKILL, 5)):
-        if proc.poll() is not None:
-            return
-        try:
-            os.kill(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait_s)
-        except subprocess.TimeoutExpired:
-            continue
-
-
 def test_views_in_notebook7(notebook7, browser, report):
     url, token = notebook7
-    blocked: list[str] = []
-    page, errors = offline_page(browser, url.split("//", 1)[1], blocked)
+    view = offline_page(browser, url.split("//", 1)[1])
+    page, errors, blocked = view.page, view.errors, view.blocked
     try:
         run_gallery(page, f"{url}/notebooks/gallery.ipynb?token={token}")
         driven = drive_views(page, n_views())
@@ -330,12 +287,12 @@ def marimo_app(tmp_path_factory):
         wait_for_http(f"{url}/health", proc, log)
         yield url
     finally:
-        stop(proc)
+        stop_process(proc)
 
 
 def test_views_in_marimo(marimo_app, browser, report):
-    blocked: list[str] = []
-    page, errors = offline_page(browser, marimo_app.split("//", 1)[1], blocked)
+    view = offline_page(browser, marimo_app.split("//", 1)[1])
+    page, errors, blocked = view.page, view.errors, view.blocked
     try:
         page.goto(marimo_app)
         driven = drive_views(page, n_views())
