@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import shutil
 
 import nbformat
 import pytest
 
-CHROMIUM = os.environ.get("BROWSER_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
+from browser.conftest import CHROMIUM
+
 if importlib.util.find_spec("playwright") is None or CHROMIUM is None:
     pytest.skip("the views' browser tests need Playwright and the system's Chromium", allow_module_level=True)
 
-from .test_views_in_browser import CHROMIUM_ARGS, offline_page, run_gallery, wait, wait_done  # noqa: E402
+from .test_views_in_browser import offline_page, run_gallery, wait, wait_done  # noqa: E402
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -54,17 +53,6 @@ COUNT_DRAWS = """() => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
 def test_the_attention_view_answers_layer_changes_in_the_page_with_python_s_figure(lab, browser):
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -72,8 +60,8 @@ def test_the_attention_view_answers_layer_changes_in_the_page_with_python_s_figu
                 nbformat.v4.new_code_cell(f"w = AttentionExplorer({TEXT!r}, model='bertlab-tiny')\n"
                                           "w.show_grid.value = True\nw")]
     nbformat.write(nb, lab.root / "fast.ipynb")
-    blocked: list[str] = []
-    page, errors = offline_page(browser, lab.url.split("//", 1)[1], blocked)
+    offline = offline_page(browser, lab.url.split("//", 1)[1])
+    page, errors, blocked = offline.page, offline.errors, offline.blocked
     try:
         run_gallery(page, f"{lab.url}/lab/tree/fast.ipynb?token={lab.token}")
         wait(page, "() => document.querySelectorAll('.bl-view[data-drawn] .main-svg').length >= 2", None,
