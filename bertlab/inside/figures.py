@@ -91,6 +91,24 @@ def diff_figure(d: ModelDiff) -> go.Figure:
     return finish(fig, f"what changed from {a} to {b}", height=380, width=900)
 
 
+def _head_points(atlas: HeadAtlas, size: int) -> list[go.Scatter]:
+    """Every head at its place on the atlas's map, one trace per label (its colour), "l.h" written beside each
+    point, its measures on hover and its flat index l · heads + h as customdata (what a view's click reads)."""
+    L, H = atlas.shape
+    traces = []
+    for label in dict.fromkeys(lab for row in atlas.labels for lab in row):
+        pts = [(l, h) for l in range(L) for h in range(H) if atlas.labels[l][h] == label]
+        xy = atlas.coords[[l * H + h for l, h in pts]]
+        hover = ["<br>".join([f"layer {l}, head {h}: {label}", f"sharpness {atlas.sharpness[l, h]:.2f}"] +
+                             [f"{m} {atlas.share[m][l, h]:.2f}" for m in atlas.share]) for l, h in pts]
+        traces.append(go.Scatter(x=xy[:, 0].tolist(), y=xy[:, 1].tolist(), mode="markers+text", name=label,
+                                 text=[f"{l}.{h}" for l, h in pts], textposition="top center",
+                                 textfont=dict(size=8), customdata=[l * H + h for l, h in pts],
+                                 marker=dict(size=size, color=LABEL_COLORS.get(label, "#999")),
+                                 hovertext=hover, hoverinfo="text"))
+    return traces
+
+
 def atlas_figure(atlas: HeadAtlas, index: int = 0) -> go.Figure:
     """Every head placed by similarity of behaviour (left; colour = its label, hover = its measures) and one
     head's attention on example sentence `index` (right), chosen with the drop-down: browsable offline."""
@@ -100,16 +118,8 @@ def atlas_figure(atlas: HeadAtlas, index: int = 0) -> go.Figure:
     L, H = atlas.shape
     fig = make_subplots(rows=1, cols=2, column_widths=[0.5, 0.5], horizontal_spacing=0.12,
                         subplot_titles=("heads placed by behaviour", "a head's attention"))
-    measures = list(atlas.share)
-    for label in dict.fromkeys(lab for row in atlas.labels for lab in row):
-        pts = [(l, h) for l in range(L) for h in range(H) if atlas.labels[l][h] == label]
-        xy = atlas.coords[[l * H + h for l, h in pts]]
-        hover = ["<br>".join([f"layer {l}, head {h}: {label}", f"sharpness {atlas.sharpness[l, h]:.2f}"] +
-                             [f"{m} {atlas.share[m][l, h]:.2f}" for m in measures]) for l, h in pts]
-        fig.add_trace(go.Scatter(x=xy[:, 0].tolist(), y=xy[:, 1].tolist(), mode="markers+text", name=label,
-                                 text=[f"{l}.{h}" for l, h in pts], textposition="top center",
-                                 textfont=dict(size=8), marker=dict(size=9, color=LABEL_COLORS.get(label, "#999")),
-                                 hovertext=hover, hoverinfo="text"), row=1, col=1)
+    for trace in _head_points(atlas, size=9):
+        fig.add_trace(trace, row=1, col=1)
     n_scatter = len(fig.data)
     labels = token_labels(tokens)
     for l in range(L):
@@ -162,18 +172,7 @@ def atlas_map_figure(atlas: HeadAtlas, layer: int = 0, head: int = 0) -> go.Figu
     _check_head(atlas, layer, head, 0)
     L, H = atlas.shape
     layer, head = layer % L, head % H
-    measures = list(atlas.share)
-    fig = go.Figure()
-    for label in dict.fromkeys(lab for row in atlas.labels for lab in row):
-        pts = [(l, h) for l in range(L) for h in range(H) if atlas.labels[l][h] == label]
-        xy = atlas.coords[[l * H + h for l, h in pts]]
-        hover = ["<br>".join([f"layer {l}, head {h}: {label}", f"sharpness {atlas.sharpness[l, h]:.2f}"] +
-                             [f"{m} {atlas.share[m][l, h]:.2f}" for m in measures]) for l, h in pts]
-        fig.add_trace(go.Scatter(x=xy[:, 0].tolist(), y=xy[:, 1].tolist(), mode="markers+text", name=label,
-                                 text=[f"{l}.{h}" for l, h in pts], textposition="top center",
-                                 textfont=dict(size=8), customdata=[l * H + h for l, h in pts],
-                                 marker=dict(size=10, color=LABEL_COLORS.get(label, "#999")),
-                                 hovertext=hover, hoverinfo="text"))
+    fig = go.Figure(_head_points(atlas, size=10))
     at = atlas.coords[layer * H + head]
     fig.add_trace(go.Scatter(x=[float(at[0])], y=[float(at[1])], mode="markers", name="shown",
                              marker=dict(size=20, color="rgba(0,0,0,0)", line=dict(color="#1f2933", width=2)),

@@ -14,20 +14,18 @@ import base64
 import importlib.util
 import json
 import os
-import shutil
 
 import nbformat
 import numpy as np
 import pytest
 
-CHROMIUM = os.environ.get("BROWSER_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
+from browser.conftest import CHROMIUM
+
 if importlib.util.find_spec("playwright") is None or CHROMIUM is None:
     pytest.skip("the views' browser tests need Playwright and the system's Chromium", allow_module_level=True)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-        "--disable-dev-shm-usage"]
 TIMEOUT_MS = int(float(os.environ.get("BERTLAB_BROWSER_TIMEOUT", "120")) * 1000)
 TEXTS = ["The cat sat on the mat.", "It was warm there.", "The dog ran along the river bank."]
 
@@ -40,17 +38,6 @@ POINTS = """(paneId) => { const pane = document.querySelector(`[data-id="${paneI
   return out; }"""
 SHOWN = """(paneId) => { const d = document.querySelector(`[data-id="${paneId}"]`); const t = d.data[0];
   return {title: d.layout.title.text, x: Array.from(t.x), z: Array.from(t.z, r => Array.from(r))}; }"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 def guarded_page(browser, allowed: tuple[str, ...]):
