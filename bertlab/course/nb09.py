@@ -15,10 +15,9 @@ from .answers import library_call
 from .registry import exercise, not_a, right, run_learner, wrong
 
 
-def _batch():
+def _batch(lengths=(7, 4, 9, 2), seed=9):
     """Token ids (B, T) with padding (id 0) at the end of the shorter rows, and their attention mask."""
-    g = torch.Generator().manual_seed(9)
-    lengths = [7, 4, 9, 2]
+    g = torch.Generator().manual_seed(seed)
     T = max(lengths)
     ids = torch.zeros(len(lengths), T, dtype=torch.long)
     mask = torch.zeros(len(lengths), T, dtype=torch.long)
@@ -44,7 +43,19 @@ def _(answer):
     if (name := library_call(answer, next_token_labels)):
         return wrong(f"your function is, or calls, bertlab's own {name}: the exercise is to write it yourself "
                      "(the check compares with that one)", kind="the library's function")
-    ids, mask = _batch()
+    # two batches of different shapes: a function that hands back one stored (B, T) answer is right on one only
+    for (ids, mask), where in ((_batch(), ""),
+                               (_batch(lengths=(3, 6, 1), seed=10), " (on a second batch of the check's own, (3, 6))")):
+        verdict = _judge_labels(answer, ids, mask, next_token_labels)
+        if verdict is not None:
+            verdict.message += where
+            return verdict
+    return right("each position predicts the next token and sees only what is left of it: the objective of "
+                 "GPT and of the paper's LTR ablation")
+
+
+def _judge_labels(answer, ids, mask, next_token_labels):
+    """09.1 on one batch: a `wrong` verdict naming the mistake, or None when the labels are right."""
     out, bad = run_learner(answer, ids.clone(), mask.clone())
     if bad:
         return bad
@@ -56,8 +67,7 @@ def _(answer):
     truth = next_token_labels(ids, mask)
     out = out.long()
     if torch.equal(out, truth):
-        return right("each position predicts the next token and sees only what is left of it: the objective of "
-                     "GPT and of the paper's LTR ablation")
+        return None
     if torch.equal(out, ids) or torch.equal(out, ids.masked_fill(mask == 0, -100)):
         return wrong("those are the tokens themselves: a left-to-right model predicts the *next* token",
                      kind="not shifted")

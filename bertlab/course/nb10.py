@@ -57,7 +57,7 @@ def _(answer):
                      f"got {type(fn).__name__}", kind="not a hook")
 
     def safe(z, name):
-        out, bad = run_learner(fn, z.clone(), name)
+        out, bad = run_learner(fn, z.clone(), name, edits_allowed=True)   # a hook may edit z
         if bad:
             raise RuntimeError(bad.message)
         return out
