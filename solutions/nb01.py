@@ -66,7 +66,7 @@ def _known_wrong_01_3():
 
 
 def wrong_01_3():
-    """01.3's known wrong answers, and (added in the checks pass) right answers that edit their input in place."""
+    """01.3's known wrong answers, and right answers that edit their input in place (refused: they spoil the caller's data)."""
     return _known_wrong_01_3() + _edits_01_3()
 
 

@@ -85,7 +85,7 @@ def wrong_02_3():
 
 
 def wrong_02_1():
-    """02.1's known wrong answers, and (added in the checks pass) right answers that edit their input in place."""
+    """02.1's known wrong answers, and right answers that edit their input in place (refused: they spoil the caller's data)."""
     return _known_wrong_02_1() + _edits_02_1()
 
 

@@ -91,7 +91,7 @@ def wrong_03_3():
 
 
 def wrong_03_1():
-    """03.1's known wrong answers, and (added in the checks pass) right answers that edit their input in place."""
+    """03.1's known wrong answers, and right answers that edit their input in place (refused: they spoil the caller's data)."""
     return _known_wrong_03_1() + _edits_03_1()
 
 

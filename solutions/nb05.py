@@ -106,11 +106,12 @@ def ex_05_4():
 def wrong_05_4():
     H = bertlab.load("bertlab-mini", device="cpu")[0].config.hidden_size
     return [(H, "one pair"), (16, "logits"), (8 * 768, "bert-base"), (8 * 22 * H, "every token"), (4 * H, "factor"),
-            (8.0 * H, "an int")]
+            (8.0 * H, "an int"),
+            (8 * bertlab.load("bertlab-tiny", device="cpu")[0].config.hidden_size, "bertlab-tiny")]   # not 'a factor of 3'
 
 
 def wrong_05_1():
-    """05.1's known wrong answers, and (added in the checks pass) right answers that edit their input in place."""
+    """05.1's known wrong answers, and right answers that edit their input in place (refused: they spoil the caller's data)."""
     return _known_wrong_05_1() + _edits_05_1()
 
 

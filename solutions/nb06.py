@@ -68,7 +68,7 @@ def wrong_06_3():
 
 
 def wrong_06_2():
-    """06.2's known wrong answers, and (added in the checks pass) right answers that edit their input in place."""
+    """06.2's known wrong answers, and right answers that edit their input in place (refused: they spoil the caller's data)."""
     return _known_wrong_06_2() + _edits_06_2()
 
 

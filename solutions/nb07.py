@@ -77,7 +77,7 @@ def wrong_07_3():
 
 
 def wrong_07_2():
-    """07.2's known wrong answers, and (added in the checks pass) right answers that edit their input in place."""
+    """07.2's known wrong answers, and right answers that edit their input in place (refused: they spoil the caller's data)."""
     return _known_wrong_07_2() + _edits_07_2()
 
 

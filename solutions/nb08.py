@@ -83,7 +83,7 @@ def _known_wrong_08_3():
 
 
 def wrong_08_3():
-    """08.3's known wrong answers, and (added in the checks pass) right answers that edit their input in place."""
+    """08.3's known wrong answers, and right answers that edit their input in place (refused: they spoil the caller's data)."""
     return _known_wrong_08_3() + _edits_08_3()
 
 

@@ -82,7 +82,7 @@ def wrong_09_3():
 
 
 def wrong_09_1():
-    """09.1's known wrong answers, and (added in the checks pass) right answers that edit their input in place."""
+    """09.1's known wrong answers, and right answers that edit their input in place (refused: they spoil the caller's data)."""
     return _known_wrong_09_1() + _edits_09_1()
 
 
@@ -102,7 +102,7 @@ def _edits_09_1():
 
 
 def wrong_09_2():
-    """09.2's known wrong answers, and (added in the checks pass) right answers that edit their input in place."""
+    """09.2's known wrong answers, and right answers that edit their input in place (refused: they spoil the caller's data)."""
     return _known_wrong_09_2() + _edits_09_2()
 
 

@@ -68,7 +68,7 @@ def _known_wrong_11_2():
 
 
 def wrong_11_2():
-    """11.2's known wrong answers, and (added in the checks pass) right answers that edit their input in place."""
+    """11.2's known wrong answers, and right answers that edit their input in place (refused: they spoil the caller's data)."""
     return _known_wrong_11_2() + _edits_11_2()
 
 
