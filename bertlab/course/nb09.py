@@ -8,11 +8,12 @@ computes its answer at check time from the shipped experiment card. No answer is
 from __future__ import annotations
 
 import math
+import re
 
 import torch
 
 from .answers import library_call
-from .registry import exercise, not_a, right, run_learner, wrong
+from .registry import exercise, normalise, not_a, right, run_learner, wrong
 
 
 def _batch(lengths=(7, 4, 9, 2), seed=9):
@@ -85,6 +86,12 @@ def _judge_labels(answer, ids, mask, next_token_labels):
                      "(the loss's ignore index)", kind="not ignored")
     return wrong("position t's label is input_ids[t + 1] where t + 1 is a real token, −100 everywhere else",
                  kind="off")
+
+
+def _variant_key(name: str) -> str:
+    """A variant's name as 09.3 compares it: `normalise`'s form (case, quotes, a final full stop, as 00.4 and 13.3
+    read a name), with spaces and hyphens dropped and "and" read as "&" ('LTR and No-NSP' is 'LTR & No NSP')."""
+    return re.sub(r"[\s\-]", "", re.sub(r"\band\b", "&", normalise(name)))
 
 
 def _cells():
@@ -171,8 +178,8 @@ def _(answer):
         name, step = key.rsplit(" @ ", 1)
         if "pos" in stats and int(step) >= last.get(name, (-1,))[0]:
             last[name] = (int(step), stats["pos"]["mean"])
-    names = {n.lower().replace(" ", ""): n for n in last}
-    said = names.get(answer.strip().lower().replace(" ", ""))
+    names = {_variant_key(n): n for n in last}
+    said = names.get(_variant_key(answer))
     if said is None:
         return wrong(f"no such variant; the card's variants are: {', '.join(sorted(last))}", kind="no such variant")
     truth = max(last, key=lambda n: last[n][1])
