@@ -251,7 +251,8 @@ def test_a_name_is_read_alike_in_every_exercise_that_asks_for_one(exercise, solv
 
 
 def test_the_variant_name_takes_and_for_the_ampersand_and_a_hyphen_for_a_space(solved):
-    assert solved["09.3"] == "LTR & No NSP"
-    for given in ("LTR and No NSP", "LTR & No-NSP", "ltr&no nsp"):
+    name = solved["09.3"]
+    assert "&" in name and name.count(" ") >= 2, name          # a name this test can respell
+    for given in (name.replace("&", "and"), name.replace(" ", "-"), name.replace(" ", "").lower()):
         assert bertlab.check("09.3", given).right, given
-    assert bertlab.check("09.3", "LTR").kind == "no such variant"
+    assert bertlab.check("09.3", name.split()[0]).kind == "no such variant"

@@ -90,7 +90,7 @@ def _judge_labels(answer, ids, mask, next_token_labels):
 
 def _variant_key(name: str) -> str:
     """A variant's name as 09.3 compares it: `normalise`'s form (case, quotes, a final full stop, as 00.4 and 13.3
-    read a name), with spaces and hyphens dropped and "and" read as "&" ('LTR and No-NSP' is 'LTR & No NSP')."""
+    read a name), with spaces and hyphens dropped and "and" read as "&" ('No-NSP' is 'No NSP', 'X and Y' is 'X & Y')."""
     return re.sub(r"[\s\-]", "", re.sub(r"\band\b", "&", normalise(name)))
 
 
