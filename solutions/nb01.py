@@ -41,7 +41,7 @@ def ex_01_3():
     return first_subtokens
 
 
-def wrong_01_3():
+def _known_wrong_01_3():
     def with_specials(word_ids):
         return [i for i, w in enumerate(word_ids) if i == 0 or word_ids[i - 1] != w]
 
@@ -63,3 +63,16 @@ def wrong_01_3():
         return word_ids.index(None, 1) / 0
     return [(with_specials, "[CLS]/[SEP]"), (without_cls, "off by one"), (last, "last piece"), (unique, "missing"),
             (crashes, "raised"), ([1, 2], "function")]
+
+
+def wrong_01_3():
+    """01.3's known wrong answers, and right answers that edit their input in place (refused: they spoil the caller's data)."""
+    return _known_wrong_01_3() + _edits_01_3()
+
+
+def _edits_01_3():
+    def edits_its_input(word_ids):              # right positions, but the caller's list is emptied
+        out = ex_01_3()(list(word_ids))
+        word_ids.clear()
+        return out
+    return [(edits_its_input, "in place")]

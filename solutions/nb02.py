@@ -20,7 +20,7 @@ def ex_02_1():
     return my_embedding_sum
 
 
-def wrong_02_1():
+def _known_wrong_02_1():
     right = ex_02_1()
 
     def no_segment(e, ids, types):
@@ -82,3 +82,16 @@ def wrong_02_3():
             (float(d[i + 1]), "second token of B"), (round(ex_02_3(), 2), "rounded further than asked"),
             # any other token is named as itself, not as a factor off: 'kettle' is about a third of the answer
             (float(d[2]), "'kettle' (position 2)"), (float(d.mean()), "average over every token")]
+
+
+def wrong_02_1():
+    """02.1's known wrong answers, and right answers that edit their input in place (refused: they spoil the caller's data)."""
+    return _known_wrong_02_1() + _edits_02_1()
+
+
+def _edits_02_1():
+    def zeroes_the_segments(e, ids, types):     # right sum, but the caller's segment ids are spoiled
+        out = ex_02_1()(e, ids, types.clone())
+        types.zero_()
+        return out
+    return [(zeroes_the_segments, "in place")]

@@ -20,7 +20,7 @@ def ex_03_1():
     return my_attention
 
 
-def wrong_03_1():
+def _known_wrong_03_1():
     def unscaled(q, k, v):
         w = (q @ k.T).softmax(-1)
         return w, w @ v
@@ -88,3 +88,16 @@ def wrong_03_3():
     enc = tokenizer("The river bank was muddy.", "We sat on the grass.")
     return [(0, "[CLS]"), (enc.tokens.index("[SEP]"), "only A"), (len(enc), "off by one"), (ex_03_3() - 2, "part of B"),
             ("last", "int")]
+
+
+def wrong_03_1():
+    """03.1's known wrong answers, and right answers that edit their input in place (refused: they spoil the caller's data)."""
+    return _known_wrong_03_1() + _edits_03_1()
+
+
+def _edits_03_1():
+    def scales_q_in_place(q, k, v):             # right weights, but q /= √d_k changes the caller's q
+        q /= q.shape[-1] ** 0.5
+        w = (q @ k.transpose(-2, -1)).softmax(-1)
+        return w, w @ v
+    return [(scales_q_in_place, "in place")]

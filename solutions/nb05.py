@@ -23,7 +23,7 @@ def ex_05_1():
     return order_pairs
 
 
-def wrong_05_1():
+def _known_wrong_05_1():
     def reversed_labels(d):
         return [(d[i], d[i + 1], 1) if i % 2 else (d[i + 1], d[i], 0) for i in range(len(d) - 1)]
 
@@ -106,4 +106,18 @@ def ex_05_4():
 def wrong_05_4():
     H = bertlab.load("bertlab-mini", device="cpu")[0].config.hidden_size
     return [(H, "one pair"), (16, "logits"), (8 * 768, "bert-base"), (8 * 22 * H, "every token"), (4 * H, "factor"),
-            (8.0 * H, "an int")]
+            (8.0 * H, "an int"),
+            (8 * bertlab.load("bertlab-tiny", device="cpu")[0].config.hidden_size, "bertlab-tiny")]   # not 'a factor of 3'
+
+
+def wrong_05_1():
+    """05.1's known wrong answers, and right answers that edit their input in place (refused: they spoil the caller's data)."""
+    return _known_wrong_05_1() + _edits_05_1()
+
+
+def _edits_05_1():
+    def shuffles_the_document(document):        # right pairs, but the caller's document is reversed
+        out = ex_05_1()(list(document))
+        document.reverse()
+        return out
+    return [(shuffles_the_document, "in place")]

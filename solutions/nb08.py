@@ -62,7 +62,7 @@ def ex_08_3():
     return decide
 
 
-def wrong_08_3():
+def _known_wrong_08_3():
     right = ex_08_3()
 
     def argmaxes(start, end, tau):          # start and end chosen separately: the end may come first
@@ -80,3 +80,16 @@ def wrong_08_3():
             (argmaxes, "end before start"), (with_cls, "[cls]"), (lambda s, e, t: (0, 0), "not the rule's"),
             (lambda s, e, t: right(s, e, t - 100.0), "answered where there is none"),
             (lambda s, e, t: 1 / 0, "your function failed"), (right(torch.zeros(3), torch.zeros(3), 0.0), "wrong type")]
+
+
+def wrong_08_3():
+    """08.3's known wrong answers, and right answers that edit their input in place (refused: they spoil the caller's data)."""
+    return _known_wrong_08_3() + _edits_08_3()
+
+
+def _edits_08_3():
+    def rules_out_cls_in_place(start, end, tau):  # right span, but the caller's start scores are changed
+        out = ex_08_3()(start.clone(), end, tau)
+        start[0] = float("-inf")
+        return out
+    return [(rules_out_cls_in_place, "in place")]

@@ -17,7 +17,7 @@ def ex_09_1():
     return next_token_labels
 
 
-def wrong_09_1():
+def _known_wrong_09_1():
     def padding_predicted(ids, mask):
         labels = torch.full_like(ids, -100)
         labels[:, :-1] = ids[:, 1:]
@@ -46,7 +46,7 @@ def ex_09_2():
     return clear
 
 
-def wrong_09_2():
+def _known_wrong_09_2():
     return [(lambda a, b: abs(a["mean"] - b["mean"]) > a["std"] + b["std"], "one seed"),
             (lambda a, b: a["n"] > 1 and b["n"] > 1 and abs(a["mean"] - b["mean"]) > max(a["std"], b["std"]), "one spread"),
             (lambda a, b: a["n"] > 1 and b["n"] > 1 and a["mean"] - b["mean"] > a["std"] + b["std"], "direction"),
@@ -79,3 +79,35 @@ def wrong_09_3():
     runner_up = sorted(last, key=lambda n: last[n][1])[-2]
     return [("MLM + NSP", "the expected winner"), ("random init", "the lowest"), (runner_up, "not the highest"),
             ("BERT-large", "no such variant"), (3, "a str")]
+
+
+def wrong_09_1():
+    """09.1's known wrong answers, and right answers that edit their input in place (refused: they spoil the caller's data)."""
+    return _known_wrong_09_1() + _edits_09_1()
+
+
+def _edits_09_1():
+    def shifts_in_place(input_ids, attention_mask):   # right labels, but the caller's ids are shifted
+        out = ex_09_1()(input_ids.clone(), attention_mask)
+        input_ids[:, :-1] = input_ids[:, 1:].clone()
+        return out
+
+    first = []
+
+    def the_first_answer_again(input_ids, attention_mask):  # right on one batch: hands back what it found first
+        if not first:
+            first.append(ex_09_1()(input_ids, attention_mask))
+        return first[0].clone()
+    return [(shifts_in_place, "in place"), (the_first_answer_again, "second batch")]
+
+
+def wrong_09_2():
+    """09.2's known wrong answers, and right answers that edit their input in place (refused: they spoil the caller's data)."""
+    return _known_wrong_09_2() + _edits_09_2()
+
+
+def _edits_09_2():
+    def pops_n(a, b):                            # right verdicts, but the caller's cells lose their n
+        na, nb = a.pop("n"), b.pop("n")
+        return na > 1 and nb > 1 and abs(a["mean"] - b["mean"]) > a["std"] + b["std"]
+    return [(pops_n, "in place")]

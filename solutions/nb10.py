@@ -54,8 +54,20 @@ def wrong_10_1():
             z[:, head] = z[:, head].mean(dim=(0, 1), keepdim=True)
             return z
         return fn
+    def the_checks_head(head):              # ignores its head: right for head 5 only
+        return ex_10_1()(5)
+
+    def first_z_again(head):                # hands back the first z it made, whatever it is given next
+        made = []
+
+        def fn(z, name):
+            if not made:
+                made.append(ex_10_1()(head)(z, name))
+            return made[0].clone()
+        return fn
     return [(zero, "zero ablation"), (wrong_axis, "the wrong axis"), (batch_mixed, "the batch"), (forgets_to_return, "nothing changed"),
-            (whole_layer, "only head"), (lambda head: 3, "not a hook"), ("mean_ablate", "function itself")]
+            (whole_layer, "only head"), (lambda head: 3, "not a hook"), ("mean_ablate", "function itself"),
+            (the_checks_head, "head 9 of layer 4"), (first_z_again, "sentences of the check's own")]
 
 
 def _loss(model, tokenizer, heads):

@@ -216,3 +216,43 @@ def test_the_notebooks_ask_for_the_precision_the_checks_compare_at(solved):
         asked = PRECISION.search(" ".join(text.split()))
         said = PRECISION.search(bertlab.course.get(e).expects)
         assert asked and asked.group(0) == said.group(0), (e, asked and asked.group(0), said.group(0))
+
+
+def _edits_after_answering(fn):
+    """The right function, which then edits what it was given in place (the caller's data spoiled)."""
+    def edited(*args):
+        out = fn(*copy.deepcopy(args))
+        for a in args:
+            if torch.is_tensor(a):
+                a.add_(1)
+            elif isinstance(a, (list, dict)):
+                a.clear()
+        return out
+    return edited
+
+
+def test_every_function_exercise_refuses_a_right_function_that_edits_its_input(solved):
+    # 05.3's rule reads two str (nothing to edit) and 10.1's hook is meant to change z: they are left out
+    functions = [e for e, a in solved.items() if callable(a) and e not in ("05.3", "10.1")]
+    assert len(functions) >= 9, functions
+    for e in functions:
+        assert bertlab.check(e, solved[e]).right, e
+        r = bertlab.check(e, _edits_after_answering(solved[e]))
+        assert not r.right and r.kind == "changed its input" and "in place" in r.message, (e, str(r))
+
+
+@pytest.mark.parametrize("exercise", ["00.4", "09.3", "13.3"])
+def test_a_name_is_read_alike_in_every_exercise_that_asks_for_one(exercise, solved):
+    name = solved[exercise]
+    for given in (name, name.lower(), name.upper(), f"  '{name}'. ", f'"{name}"'):
+        assert bertlab.check(exercise, given).right, (exercise, given)
+    r = bertlab.check(exercise, name + " x")                  # a name with more in it is no name
+    assert not r.right and r.kind in ("not a task", "no such variant", "no such task"), str(r)
+
+
+def test_the_variant_name_takes_and_for_the_ampersand_and_a_hyphen_for_a_space(solved):
+    name = solved["09.3"]
+    assert "&" in name and name.count(" ") >= 2, name          # a name this test can respell
+    for given in (name.replace("&", "and"), name.replace(" ", "-"), name.replace(" ", "").lower()):
+        assert bertlab.check("09.3", given).right, given
+    assert bertlab.check("09.3", name.split()[0]).kind == "no such variant"

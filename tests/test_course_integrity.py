@@ -228,8 +228,18 @@ def test_a_learners_function_gets_copies_and_its_result_is_read_plainly():
         m.weight.data.zero_()
         t.add_(1)
         return AlwaysEqualInt(5)
-    out, bad = registry.run_learner(editor, model, x)
+    out, bad = registry.run_learner(editor, model, x)          # it edits its tensor in place: refused, by position
+    assert out is None and bad.kind == "changed its input" and "input 2" in bad.message and "in place" in bad.message
+    assert not model.training and model.weight.abs().sum() > 0 and torch.equal(x, torch.ones(3))
+    out, bad = registry.run_learner(editor, model, x, edits_allowed=True)      # a hook's job is to edit
     assert bad is None and type(out) is int and out == 5
     assert not model.training and model.weight.abs().sum() > 0 and torch.equal(x, torch.ones(3))
+    for arg, edit in ((torch.tensor([1.0, float("nan")]), lambda t: t.mul_(1)),      # NaN stays NaN: unchanged
+                      ([1, [2, 3]], lambda v: v[1].append(4)), ({"n": 3}, lambda d: d.pop("n")), ("text", lambda t: t)):
+        def edits(v, edit=edit):
+            edit(v)
+            return 1
+        out, bad = registry.run_learner(edits, arg)
+        assert (bad is None) == (isinstance(arg, str) or torch.is_tensor(arg)), (arg, bad and bad.message)
     out, bad = registry.run_learner(returns(Liar()))
     assert out is None and bad.kind == "wrong type"

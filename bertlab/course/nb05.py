@@ -197,6 +197,9 @@ def _(answer):
                      kind="the logits")
     if answer == 8 * 768 or answer == 768:
         return wrong("768 is BERT-base's hidden size; bertlab-mini's is in model.config", kind="the wrong model")
+    tiny = loaded("bertlab-tiny")[0].config.hidden_size
+    if answer in (8 * tiny, tiny):
+        return wrong(f"{tiny} is bertlab-tiny's hidden size; bertlab-mini's is in model.config", kind="the wrong model")
     if answer > truth and answer % truth == 0:
         return wrong("that counts a vector for every token; the pooled output is one vector per pair, from [CLS]",
                      kind="every token counted")

@@ -95,7 +95,22 @@ def _(answer):
     with torch.no_grad():
         hidden = model(input_ids=batch.input_ids, token_type_ids=batch.token_type_ids,
                        attention_mask=batch.attention_mask).last_hidden_state          # (3, T, 384)
-    mask = batch.attention_mask.clone()
+    # and a batch of other shapes: a function that hands back one stored (B, H) answer is right on one only
+    g = torch.Generator().manual_seed(7)
+    other = torch.randn(2, 5, 6, generator=g)                                          # (2, 5, 6)
+    other_mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    for h, m, where in ((hidden, batch.attention_mask.clone(), ""),
+                        (other, other_mask, " (on a second batch of the check's own: hidden (2, 5, 6), one row padded)")):
+        verdict = _judge_pool(answer, h, m)
+        if verdict is not None:
+            verdict.message += where
+            return verdict
+    return right("padding left out, every real token (with [CLS] and [SEP]) counted once: the pooling "
+                 "MiniLM was trained with")
+
+
+def _judge_pool(answer, hidden, mask):
+    """07.2 on one batch: a `wrong` verdict naming the mistake, or None when the pooling is right."""
     out, bad = run_learner(answer, hidden.clone(), mask.clone())
     if bad:
         return bad
@@ -109,8 +124,7 @@ def _(answer):
     truth = (hidden * m).sum(1) / m.sum(1)
     out = out.float()
     if torch.allclose(out, truth, atol=1e-5):
-        return right("padding left out, every real token (with [CLS] and [SEP]) counted once: the pooling "
-                     "MiniLM was trained with")
+        return None
     if torch.allclose(out, hidden.mean(1), atol=1e-5):
         return wrong("that averages over every position, [PAD] included: a short sentence in a long batch is "
                      "pulled towards the padding vectors", kind="padding counted")

@@ -8,17 +8,17 @@ computes its answer at check time from the shipped experiment card. No answer is
 from __future__ import annotations
 
 import math
+import re
 
 import torch
 
 from .answers import library_call
-from .registry import exercise, not_a, right, run_learner, wrong
+from .registry import exercise, normalise, not_a, right, run_learner, wrong
 
 
-def _batch():
+def _batch(lengths=(7, 4, 9, 2), seed=9):
     """Token ids (B, T) with padding (id 0) at the end of the shorter rows, and their attention mask."""
-    g = torch.Generator().manual_seed(9)
-    lengths = [7, 4, 9, 2]
+    g = torch.Generator().manual_seed(seed)
     T = max(lengths)
     ids = torch.zeros(len(lengths), T, dtype=torch.long)
     mask = torch.zeros(len(lengths), T, dtype=torch.long)
@@ -44,7 +44,19 @@ def _(answer):
     if (name := library_call(answer, next_token_labels)):
         return wrong(f"your function is, or calls, bertlab's own {name}: the exercise is to write it yourself "
                      "(the check compares with that one)", kind="the library's function")
-    ids, mask = _batch()
+    # two batches of different shapes: a function that hands back one stored (B, T) answer is right on one only
+    for (ids, mask), where in ((_batch(), ""),
+                               (_batch(lengths=(3, 6, 1), seed=10), " (on a second batch of the check's own, (3, 6))")):
+        verdict = _judge_labels(answer, ids, mask, next_token_labels)
+        if verdict is not None:
+            verdict.message += where
+            return verdict
+    return right("each position predicts the next token and sees only what is left of it: the objective of "
+                 "GPT and of the paper's LTR ablation")
+
+
+def _judge_labels(answer, ids, mask, next_token_labels):
+    """09.1 on one batch: a `wrong` verdict naming the mistake, or None when the labels are right."""
     out, bad = run_learner(answer, ids.clone(), mask.clone())
     if bad:
         return bad
@@ -56,8 +68,7 @@ def _(answer):
     truth = next_token_labels(ids, mask)
     out = out.long()
     if torch.equal(out, truth):
-        return right("each position predicts the next token and sees only what is left of it: the objective of "
-                     "GPT and of the paper's LTR ablation")
+        return None
     if torch.equal(out, ids) or torch.equal(out, ids.masked_fill(mask == 0, -100)):
         return wrong("those are the tokens themselves: a left-to-right model predicts the *next* token",
                      kind="not shifted")
@@ -75,6 +86,12 @@ def _(answer):
                      "(the loss's ignore index)", kind="not ignored")
     return wrong("position t's label is input_ids[t + 1] where t + 1 is a real token, −100 everywhere else",
                  kind="off")
+
+
+def _variant_key(name: str) -> str:
+    """A variant's name as 09.3 compares it: `normalise`'s form (case, quotes, a final full stop, as 00.4 and 13.3
+    read a name), with spaces and hyphens dropped and "and" read as "&" ('No-NSP' is 'No NSP', 'X and Y' is 'X & Y')."""
+    return re.sub(r"[\s\-]", "", re.sub(r"\band\b", "&", normalise(name)))
 
 
 def _cells():
@@ -161,8 +178,8 @@ def _(answer):
         name, step = key.rsplit(" @ ", 1)
         if "pos" in stats and int(step) >= last.get(name, (-1,))[0]:
             last[name] = (int(step), stats["pos"]["mean"])
-    names = {n.lower().replace(" ", ""): n for n in last}
-    said = names.get(answer.strip().lower().replace(" ", ""))
+    names = {_variant_key(n): n for n in last}
+    said = names.get(_variant_key(answer))
     if said is None:
         return wrong(f"no such variant; the card's variants are: {', '.join(sorted(last))}", kind="no such variant")
     truth = max(last, key=lambda n: last[n][1])

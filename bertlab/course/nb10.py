@@ -29,8 +29,8 @@ def _bank_loss(model, tokenizer, text: str, heads) -> float:
     return float(-logits.log_softmax(-1)[tokenizer.token_to_id("bank")])
 
 
-def _run_with(model, tokenizer, layer: int, fn):
-    batch = tokenizer.batch([_OWN, _OWN_TOO])                    # (2, 13), no padding
+def _run_with(model, tokenizer, layer: int, texts, fn):
+    batch = tokenizer.batch(texts)                               # (2, 13), no padding
     with torch.no_grad(), model.bert.hooks([(f"encoder.layer.{layer}.attention.self.hook_z", fn)]):
         return model.bert(**batch).last_hidden_state
 
@@ -48,21 +48,34 @@ def _(answer):
         return wrong(f"this exercise takes your function itself (mean_ablate, without brackets), got "
                      f"{type(answer).__name__}", kind="wrong type")
     model, tokenizer = loaded("bertlab-mini")
-    layer, head = 2, 5
-    fn, bad = run_learner(answer, head)
-    if bad:
-        return bad
-    if not callable(fn):
-        return wrong("mean_ablate(head) should return the hook function (like the notebook's zero_head does), "
-                     f"got {type(fn).__name__}", kind="not a hook")
+    # two heads of two layers, each hook run on two batches: a hook that hard-codes the check's head, or hands
+    # back the first z it made, is right on one of them only
+    for layer, head in ((2, 5), (4, 9)):
+        fn, bad = run_learner(answer, head)
+        if bad:
+            return bad
+        if not callable(fn):
+            return wrong("mean_ablate(head) should return the hook function (like the notebook's zero_head does), "
+                         f"got {type(fn).__name__}", kind="not a hook")
+        for texts in ([_OWN, _OWN_TOO], [_OWN_TOO, _OWN]):
+            verdict = _judge_hook(model, tokenizer, layer, head, fn, texts)
+            if verdict is not None:
+                if (layer, head, texts[0]) != (2, 5, _OWN):
+                    verdict.message += f" (with head {head} of layer {layer}, on sentences of the check's own)"
+                return verdict
+    return right("every position now gets the head's average output: the head still adds its typical "
+                 "vector, but nothing that depends on which tokens it looked at")
 
+
+def _judge_hook(model, tokenizer, layer: int, head: int, fn, texts):
+    """10.1 for one head and batch: a `wrong` verdict naming the mistake, or None when the hook is right."""
     def safe(z, name):
-        out, bad = run_learner(fn, z.clone(), name)
+        out, bad = run_learner(fn, z.clone(), name, edits_allowed=True)   # a hook may edit z
         if bad:
             raise RuntimeError(bad.message)
         return out
     try:
-        mine = _run_with(model, tokenizer, layer, safe)
+        mine = _run_with(model, tokenizer, layer, texts, safe)
     except RuntimeError as e:
         return wrong(str(e), kind="your function failed")
 
@@ -72,20 +85,19 @@ def _(answer):
             z[:, head] = z[:, head].mean(dim=dims, keepdim=True) if dims is not None else 0
             return z
         return hook
-    if torch.allclose(mine, _run_with(model, tokenizer, layer, reference(1)), atol=1e-5):
-        return right("every position now gets the head's average output: the head still adds its typical "
-                     "vector, but nothing that depends on which tokens it looked at")
-    if torch.allclose(mine, _run_with(model, tokenizer, layer, reference(None)), atol=1e-5):
+    if torch.allclose(mine, _run_with(model, tokenizer, layer, texts, reference(1)), atol=1e-5):
+        return None
+    if torch.allclose(mine, _run_with(model, tokenizer, layer, texts, reference(None)), atol=1e-5):
         return wrong("that zeroes the head, as the notebook's zero_head does; mean ablation puts in its average "
                      "over the tokens instead", kind="zero ablation")
-    if torch.allclose(mine, _run_with(model, tokenizer, layer, reference((0, 1))), atol=1e-5):
+    if torch.allclose(mine, _run_with(model, tokenizer, layer, texts, reference((0, 1))), atol=1e-5):
         return wrong("that averages over the sentences of the batch too: each sentence's head output should be its own "
                      "mean over its own tokens", kind="the batch mixed in")
-    if torch.allclose(mine, _run_with(model, tokenizer, layer, reference(2)), atol=1e-5):
+    if torch.allclose(mine, _run_with(model, tokenizer, layer, texts, reference(2)), atol=1e-5):
         return wrong("that averages over head_dim, the features of the vector; average over the tokens",
                      kind="the wrong axis")
     with torch.no_grad():
-        clean = model.bert(**tokenizer.batch([_OWN, _OWN_TOO])).last_hidden_state
+        clean = model.bert(**tokenizer.batch(texts)).last_hidden_state
     if torch.allclose(mine, clean, atol=1e-6):
         return wrong("the output is unchanged: return the changed z from your hook", kind="nothing changed")
     return wrong("only head `head` should change, and it should hold its mean over the token axis at every position",

@@ -357,15 +357,24 @@ def loaded(name: str) -> tuple:
 _LOADED: dict[str, tuple] = {}
 
 
-def run_learner(fn, *args):
+def run_learner(fn, *args, edits_allowed: bool = False):
     """(fn(*copies of args), None) with the result made `plain`, or (None, a `wrong` verdict saying what the
     learner's function raised or returned). The function gets copies, never the check's own tensors or the
     course's cached model: an answer that edits its input in place changes nothing for the check, or for the
-    checks after it."""
+    checks after it. But a function that edits its input is ✗ all the same: in the learner's notebook that
+    input is their model's output or their data, which the call would quietly spoil. `edits_allowed` is for
+    functions whose job is to change what they are given (a hook on an activation)."""
+    copies = [_copy(a) for a in args]
     try:
-        out = fn(*(_copy(a) for a in args))
+        out = fn(*copies)
     except (Exception, SystemExit) as e:    # noqa: BLE001 -- the learner's code may raise anything (exit() too)
         return None, wrong(f"your function raised {type(e).__name__}: {_message(e)}", kind="your function failed")
+    for k, (before, after) in enumerate(zip(args, copies)):
+        if not edits_allowed and not _unchanged(before, after):
+            which = f"its input {k + 1} ({_type_name(before)})" if len(args) > 1 else f"its input ({_type_name(before)})"
+            return None, wrong(f"your function changed {which} in place: work on a copy (x.clone(), list(x), "
+                               "dict(x)) or build a new value, so the caller's data stays as it was",
+                               kind="changed its input")
     try:
         return plain(out), None
     except Unreadable as e:
@@ -374,6 +383,34 @@ def run_learner(fn, *args):
     except Exception as e:      # noqa: BLE001 -- reading what it returned raised
         return None, wrong(f"what your function returned raised {type(e).__name__} when read: {_message(e)}",
                            kind="your function failed")
+
+
+def _unchanged(before, after, _depth: int = 0) -> bool:
+    """Whether the learner's copy `after` still equals the original `before`: tensors by value (NaN equal to
+    NaN) and shape, containers item by item; modules and anything else are not compared (the cached models
+    have their own guard)."""
+    import torch
+
+    if isinstance(before, torch.Tensor):
+        if not isinstance(after, torch.Tensor) or after.shape != before.shape or after.dtype != before.dtype:
+            return False
+        return bool(torch.equal(after.detach(), before.detach()) or
+                    (before.is_floating_point() and torch.allclose(after.detach(), before.detach(), rtol=0, atol=0,
+                                                                   equal_nan=True)))
+    if _depth >= _MAX_DEPTH or isinstance(before, torch.nn.Module):
+        return True
+    if type(before) in (list, tuple):
+        return (type(after) is type(before) and len(after) == len(before)
+                and all(_unchanged(b, a, _depth + 1) for b, a in zip(before, after)))
+    if type(before) is dict:
+        return (type(after) is dict and after.keys() == before.keys()
+                and all(_unchanged(before[k], after[k], _depth + 1) for k in before))
+    if type(before) in (set, frozenset, str, int, float, bool, bytes, type(None)):
+        try:
+            return bool(before == after) or (before != before and after != after)
+        except Exception:       # noqa: BLE001 -- an element whose comparison raises: not judged
+            return True
+    return True
 
 
 def _message(e: BaseException) -> str:
