@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -65,6 +66,12 @@ def pytest_collection_modifyitems(config, items):
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     torch.set_num_threads(1)
+
+# setuptools' distutils shim asserts, when setuptools is imported, that `distutils` is its own copy; under xdist
+# a worker that had imported Python 3.11's own distutils first failed test_grading's `import nbgrader` there
+# (nbgrader.utils imports setuptools; seen in CI). On 3.11 the stdlib's copy serves every use here; 3.12 has none.
+if sys.version_info < (3, 12):
+    os.environ.setdefault("SETUPTOOLS_USE_DISTUTILS", "stdlib")
 
 # bertlab.check keeps every answered attempt in the learner's progress file (bertlab/course/progress.py):
 # a test run keeps its own, fresh one, and never touches the learner's

@@ -47,14 +47,17 @@ def test_the_book_waits_only_for_this_runs_notebooks(tmp_path, monkeypatch):
 
     notebook = SimpleNamespace(nb=object())
     cells = [SimpleNamespace(cell={}, parent=notebook, fspath=tmp_path / name) for name in ("a.ipynb", "b.ipynb")]
-    session = SimpleNamespace(items=[*cells, SimpleNamespace(fspath=tmp_path / "test_x.py")])
+    # a notebook nbval runs outside the lessons' folder (the views' gallery) writes no mark: never waited for
+    (tmp_path / "fixtures").mkdir()
+    gallery = SimpleNamespace(cell={}, parent=notebook, fspath=tmp_path / "fixtures" / "gallery.ipynb")
+    session = SimpleNamespace(items=[*cells, gallery, SimpleNamespace(fspath=tmp_path / "test_x.py")])
     monkeypatch.delenv("PYTEST_XDIST_TESTRUNUID", raising=False)
-    assert wait_for_nbval(session, tmp_path, timeout_s=0) == []          # one process: nbval ran first
+    assert wait_for_nbval(session, tmp_path, timeout_s=0, lessons=tmp_path) == []          # one process: nbval ran first
     monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", "this-run")
-    assert wait_for_nbval(session, tmp_path, timeout_s=0) == ["a.ipynb", "b.ipynb"]
+    assert wait_for_nbval(session, tmp_path, timeout_s=0, lessons=tmp_path) == ["a.ipynb", "b.ipynb"]
     (tmp_path / ".ran").mkdir()
     (tmp_path / ".ran" / "a.ipynb").write_text("this-run")
     (tmp_path / ".ran" / "b.ipynb").write_text("an-earlier-run")
-    assert wait_for_nbval(session, tmp_path, timeout_s=0) == ["b.ipynb"]
+    assert wait_for_nbval(session, tmp_path, timeout_s=0, lessons=tmp_path) == ["b.ipynb"]
     (tmp_path / ".ran" / "b.ipynb").write_text("this-run")
-    assert wait_for_nbval(session, tmp_path, timeout_s=0) == []
+    assert wait_for_nbval(session, tmp_path, timeout_s=0, lessons=tmp_path) == []

@@ -70,10 +70,12 @@ def load(path: Path | None = None) -> dict:
     fix = "it is left as it is; move it away, or set BERTLAB_PROGRESS to another file"
     try:
         refuse_link(path, "the progress file")
-        if not path.exists():
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:        # no file yet (a part of the path that is a file is an OSError below)
             return _empty()
-        if path.stat().st_size > MAX_BYTES:
-            raise ProgressFileError(f"{path} is {path.stat().st_size:,} bytes, too large to be a bertlab progress "
+        if size > MAX_BYTES:
+            raise ProgressFileError(f"{path} is {size:,} bytes, too large to be a bertlab progress "
                                     f"file (a course's is a few kB): {fix}")
         text = read_text(path, "the progress file")
     except LinkRefused as e:
