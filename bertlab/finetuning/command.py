@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 
 from .. import files, settings
+from ..experiments.records import _DuplicateKey, _no_duplicate_keys  # one JSON reader's duplicate-key rule
 
 OUTPUTS = ("metrics.jsonl", "result.json")                  # what a fine-tuning run writes besides its model
 RUN_MARKS = ("checkpoints", "snapshots.jsonl")              # what a pre-training run writes besides those
@@ -107,17 +108,6 @@ def read_jsonl(path, flag: str) -> Records:
     return Records(records, path, lines, flag)
 
 
-class _DuplicateKey(Exception):
-    pass
-
-
-def _no_duplicate_keys(pairs):
-    seen = {}
-    for k, v in pairs:
-        if k in seen:
-            raise _DuplicateKey(k)
-        seen[k] = v
-    return seen
 
 
 def check_out(out: Path, model: str, overwrite: bool) -> None:
